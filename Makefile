@@ -1,0 +1,52 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# The venv lives in .venv; built wheels (llama-cpp-python takes minutes to
+# compile) are kept in WHEELHOUSE so a second run, or a fresh clone, is fast.
+PYTHON ?= python3
+VENV ?= .venv
+WHEELHOUSE ?= $(HOME)/.cache/rigbook/wheels
+LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+STAMP_DEMO := $(VENV)/.stamp-demo
+STAMP_TEST := $(VENV)/.stamp-test
+
+.PHONY: demo test setup setup-test system-deps bench-client clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade "pip>=24" wheel
+
+$(WHEELHOUSE)/.built:
+	mkdir -p $(WHEELHOUSE)
+	@echo "Building llama-cpp-python once (compiles llama.cpp: several minutes on 2 cores)..."
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PYTHON) -m pip wheel --no-deps -q -w $(WHEELHOUSE) $(LLAMA_CPP_PYTHON)
+	touch $@
+
+$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded]'
+	touch $@
+
+$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded,test]'
+	touch $@ $(STAMP_DEMO)
+
+setup: $(STAMP_DEMO)
+setup-test: $(STAMP_TEST) system-deps
+
+# Chromium for the page tests and PostgreSQL for the database tests come from
+# Debian's packages; installed only where missing.
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
+
+demo: setup
+	RIGBOOK_BIN=$(BIN)/rigbook bash scripts/demo.sh
+
+test: setup-test
+	$(BIN)/python -m pytest
+
+bench-client: setup-test
+	$(BIN)/python -m rigbook.bench.selfbench
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,3 @@
+from rigbook.cli.app import main
+
+main()

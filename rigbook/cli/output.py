@@ -1,0 +1,91 @@
+"""What every command shares: printing JSON or rich text, and turning errors into exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from rigbook.errors import RigbookError
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Pydantic models (and lists of them) as plain JSON values."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    return value
+
+
+def print_json(value: Any) -> None:
+    """Write ``value`` as indented JSON on stdout (no rich markup)."""
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit(value: Any, as_json: bool, render: Callable[[], None]) -> None:
+    """Print ``value`` as JSON when asked, else call ``render`` for the human form."""
+    if as_json:
+        print_json(value)
+    else:
+        render()
+
+
+def report_error(exc: RigbookError, as_json: bool) -> None:
+    """Print an error with its code and remedy, as JSON or as text on stderr."""
+    if as_json:
+        print_json({"error": exc.to_dict()})
+        return
+    err_console.print(f"[bold red]error[{exc.code}][/]: {exc.message}", markup=True, highlight=False)
+    for line in exc.details:
+        err_console.print(f"  - {line}", markup=False, highlight=False)
+    if exc.remedy:
+        err_console.print(f"  [bold]remedy[/]: {exc.remedy}", highlight=False)
+
+
+@contextmanager
+def handled(as_json: bool = False) -> Iterator[None]:
+    """Run a command body: a RigbookError becomes its message and exit code, never a traceback."""
+    try:
+        yield
+    except RigbookError as exc:
+        report_error(exc, as_json)
+        raise typer.Exit(exc.exit_code) from None
+    except OSError as exc:
+        if exc.errno in (28, 30):  # ENOSPC, EROFS
+            report_error(RigbookError("E_DISK_FULL", f"could not write: {exc}"), as_json)
+            raise typer.Exit(2) from None
+        raise
+
+
+def run_main(app: typer.Typer) -> None:
+    """Entry point wrapper: unexpected failures exit 1 with a short message (traceback with RIGBOOK_DEBUG=1)."""
+    try:
+        app(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("RIGBOOK_DEBUG"):
+            traceback.print_exc()
+        err_console.print(f"[bold red]error[E_INTERNAL][/]: {type(exc).__name__}: {exc}", highlight=False)
+        err_console.print("  remedy: re-run with RIGBOOK_DEBUG=1 for the traceback and report it.", highlight=False)
+        sys.exit(1)

@@ -1,0 +1,379 @@
+"""The recipe schema: every field of the public recipe record, plus rigbook's additions.
+
+Record models allow extra fields, so a newer record with fields this version
+does not know still loads and is written back unchanged. Write a record with
+:func:`rigbook.recipe.load.dump_recipe` (``exclude_unset``), so that fields
+absent from the input stay absent in the output.
+
+rigbook's own additions (what the seeds need and the public record lacks) are
+optional and live under the top-level ``rigbook`` key and in each perf point's
+``conditions``; ``docs/recipe.md`` documents them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Record(BaseModel):
+    """Base of every record model: unknown fields are kept and written back."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# --- the public record -------------------------------------------------------
+
+
+class Revision(Record):
+    no: int
+    commit_sha: str | None = None
+    content_hash: str | None = None
+    created_at: str | None = None
+    notes: str | None = None
+
+
+class EngineSource(Record):
+    type: str
+    git_url: str | None = None
+    base_engine: str | None = None
+    pip_package: str | None = None
+    base_version: str | None = None
+    image_digest: str | None = None
+    install_note: str | None = None
+    pinned_commit: str | None = None
+
+
+class Credit(Record):
+    name: str
+    url: str | None = None
+
+
+class Author(Record):
+    name: str
+    is_site: bool | None = Field(default=None, alias="isSite")
+
+
+class Config(Record):
+    launch: list[str]
+    kv_pool_tokens: int | None = None
+    max_context_len: int | None = None
+
+
+class ModelRef(Record):
+    slug: str
+    name: str
+    hf_repo: str | None = None
+    quant: str | None = None
+
+
+class Hardware(Record):
+    slug: str
+    vendor: str
+    card: str
+    card_family: str | None = None
+    vram_gb: float | None = None
+    device_count: int = Field(ge=0)
+
+
+class ArtificialAnalysis(Record):
+    aa_index: float | None = None
+    aa_provenance: str | None = None
+    aa_source_url: str | None = None
+    aa_index_version: str | None = None
+    aa_methodology_version: str | None = None
+    aa_published_fetched_at: str | None = None
+    aa_family_slug: str | None = None
+    aa_resolved_slug: str | None = None
+
+
+class Sampling(Record):
+    """Sampling settings a number was measured with."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+
+
+class PerfConditions(Record):
+    """rigbook addition: the conditions one perf point was measured under.
+
+    A field left null means the source did not say. Values given here override
+    the recipe-level ones (hardware, ``rigbook.power_limit_w_per_gpu`` …) for
+    this point only.
+    """
+
+    sampling: Sampling | None = None
+    reply_tokens: int | None = Field(default=None, ge=1, description="Reply length asked for, in tokens.")
+    reply_length_held: bool | None = Field(default=None, description="Replies were held to reply_tokens (ignore_eos/min_tokens) and verified.")
+    thinking: bool | None = Field(default=None, description="Reasoning/thinking enabled.")
+    token_count_source: Literal["server_continuous", "server_final", "client_fallback", "reported"] | None = None
+    bench_tool: str | None = None
+    bench_tool_version: str | None = None
+    workload: str | None = Field(default=None, description="Prompt kind, e.g. 'prose'.")
+    gpu_count: int | None = Field(default=None, ge=0)
+    card: str | None = None
+    power_limit_w_per_gpu: float | None = Field(default=None, gt=0, description="Enforced per-card power limit, watts.")
+    engine: str | None = None
+    engine_version: str | None = None
+    quant: str | None = None
+    kv_cache_dtype: str | None = None
+    speculative_method: str | None = None
+    energy_j_per_token: float | None = Field(default=None, ge=0, description="Measured (energy counter) joules per output token.")
+
+
+class PerfPoint(Record):
+    id: int | None = None
+    context_len: int | None = None
+    prefill_tok_s: float | None = None
+    decode_tok_s: float | None = Field(default=None, description="At concurrency N: the aggregate of the N concurrent requests.")
+    ttft_ms: float | None = None
+    concurrency: int | None = Field(default=None, ge=1)
+    claimed_by: str | None = None
+    notes: str | None = None
+    # rigbook additions
+    per_request_decode_tok_s_median: float | None = Field(default=None, description="Median per-request decode rate at this concurrency.")
+    conditions: PerfConditions | None = None
+
+
+class PerformanceMetrics(Record):
+    """The parsed form of a performance claim's ``metrics`` JSON string."""
+
+    notes: str | None = None
+    tok_s: float | None = None
+    points: list[PerfPoint] = Field(default_factory=list)
+
+
+class Performance(Record):
+    claimed_by: str | None = None
+    metrics: str | None = Field(default=None, description="A JSON document kept as a string, as the record has it.")
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics_is_json(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"metrics must be a JSON document in a string: {exc.msg} at char {exc.pos}") from exc
+        return value
+
+    @property
+    def metrics_parsed(self) -> PerformanceMetrics | None:
+        """``metrics`` parsed and validated."""
+        if self.metrics is None:
+            return None
+        return PerformanceMetrics.model_validate(json.loads(self.metrics))
+
+
+class Agent(Record):
+    prompt: str | None = None
+    curl: str | None = None
+
+
+class DriverFloor(Record):
+    cuda: str | None = None
+    linux_min: str | None = None
+    text: str | None = None
+    source: str | None = None
+
+
+class Requirements(Record):
+    requires: list[str] = Field(default_factory=list)
+    driver_floor: DriverFloor | None = None
+    placeholders: list[str] = Field(default_factory=list)
+
+
+class Artifact(Record):
+    kind: str
+    pointer_type: str | None = None
+    pointer: str | None = None
+    pin: str | None = None
+    # rigbook additions
+    size_bytes: int | None = Field(default=None, ge=0)
+    license: str | None = None
+    files: list[str] | None = Field(default=None, description="Files to fetch from the pointer (default: all).")
+
+
+class Links(Record):
+    self_: str | None = Field(default=None, alias="self")
+    alternate: str | None = None
+    describedby: str | None = None
+
+
+class Speeds(Record):
+    decode_tok_s: float | None = None
+    prefill_tok_s: float | None = None
+    leaderboard: str | None = None
+
+
+# --- rigbook additions: how to launch, serve, and read the numbers ------------
+
+
+class DockerLaunch(Record):
+    """A container image configured by env knobs (the seed record's form)."""
+
+    kind: Literal["docker"] = "docker"
+    image: str
+    env: dict[str, str] = Field(default_factory=dict)
+    container_port: int | None = Field(default=None, ge=1, le=65535)
+    args: list[str] = Field(default_factory=list, description="Extra `docker run` options, as argv.")
+
+
+class VllmLaunch(Record):
+    """Native vLLM: `vllm serve MODEL ARGS…`."""
+
+    kind: Literal["vllm"] = "vllm"
+    model: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class SglangLaunch(Record):
+    """Native SGLang: `python -m sglang.launch_server --model-path MODEL ARGS…`."""
+
+    kind: Literal["sglang"] = "sglang"
+    model: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ScriptRepoLaunch(Record):
+    """A script repository at a pinned commit with patches and a start command (the guide's start.sh)."""
+
+    kind: Literal["script_repo"] = "script_repo"
+    git_url: str
+    commit: str | None = None
+    patch_count: int | None = Field(default=None, ge=0)
+    patches: list[str] = Field(default_factory=list)
+    start: list[str] = Field(description="Start command as argv, run in the repository.")
+    dry_run_env: dict[str, str] = Field(default_factory=dict, description="Env that makes the script print its steps only.")
+    env: dict[str, str] = Field(default_factory=dict)
+    drafter_env: str | None = Field(default=None, description="Env variable that picks the drafter, e.g. DRAFTER.")
+
+
+class LlamaCppLaunch(Record):
+    """llama.cpp through llama-cpp-python's OpenAI-compatible server."""
+
+    kind: Literal["llama_cpp"] = "llama_cpp"
+    model_path: str | None = Field(default=None, description="A GGUF file path.")
+    model_package: str | None = Field(default=None, description="A Python package that ships the GGUF.")
+    model_file: str | None = Field(default=None, description="The GGUF file name inside model_package.")
+    n_ctx: int | None = Field(default=None, ge=1)
+    n_gpu_layers: int | None = None
+    args: list[str] = Field(default_factory=list)
+
+
+class ExternalLaunch(Record):
+    """An endpoint that already runs: nothing is started."""
+
+    kind: Literal["external"] = "external"
+    url: str
+
+
+LaunchSpec = Annotated[
+    DockerLaunch | VllmLaunch | SglangLaunch | ScriptRepoLaunch | LlamaCppLaunch | ExternalLaunch,
+    Field(discriminator="kind"),
+]
+
+
+class Serve(Record):
+    """Where the engine answers."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    model_id: str | None = None
+
+
+class Speculative(Record):
+    """The speculative decoding method and its trade-offs."""
+
+    method: str | None = Field(default=None, description="e.g. mtp, eagle3, dflash2, none.")
+    drafter: str | None = None
+    drafter_license: str | None = None
+    drafter_commercial_use: bool | None = None
+    single_request_only: bool | None = Field(default=None, description="The method limits the server to one request at a time.")
+    alternative: str | None = Field(default=None, description="What to choose instead, and its cost.")
+    alternative_single_request_only: bool | None = None
+
+
+class RigbookExtension(Record):
+    """What the seeds need that the public record lacks."""
+
+    launch: LaunchSpec | None = None
+    serve: Serve | None = None
+    power_limit_w_per_gpu: float | None = Field(default=None, gt=0, description="Per-card power limit at which the numbers were measured, watts.")
+    speculative: Speculative | None = None
+    kv_cache_dtype: str | None = None
+    min_free_mib_per_gpu: int | None = Field(default=None, ge=0)
+    needs_p2p: bool | None = Field(default=None, description="Tensor-parallel GPUs need CUDA peer access.")
+    needs_docker: bool | None = None
+    needs_container_toolkit: bool | None = None
+    host_tools: list[str] = Field(default_factory=list)
+    os: str | None = None
+    arch: str | None = None
+    engine_version: str | None = None
+    autotune: bool | None = Field(default=None, description="The launch runs a kernel autotuning step first.")
+    license_notes: list[str] = Field(default_factory=list)
+    unknowns: list[str] = Field(default_factory=list, description="What the sources do not say.")
+    sources: list[str] = Field(default_factory=list)
+
+
+# --- the recipe ----------------------------------------------------------------
+
+
+class Recipe(Record):
+    """One serving recipe: the public record's fields, in its order, and ``rigbook``."""
+
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=200)
+    title: str
+    summary: str | None = None
+    license: str | None = None
+    tier: str | None = None
+    beta: bool | None = None
+    revision: Revision | None = None
+    engine_source: EngineSource | None = None
+    credit: list[Credit] = Field(default_factory=list)
+    author: Author | None = None
+    uploaded_by: str | None = None
+    config: Config
+    models: list[ModelRef] = Field(default_factory=list)
+    hardware: list[Hardware] = Field(default_factory=list)
+    generation: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    tasks: list[str] = Field(default_factory=list)
+    aa: ArtificialAnalysis | None = None
+    performance: list[Performance] = Field(default_factory=list)
+    perf_points: list[PerfPoint] = Field(default_factory=list)
+    agent: Agent | None = None
+    requirements: Requirements | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    links: Links | None = None
+    updated_at: str | None = None
+    created_at: str | None = None
+    speeds: Speeds | None = None
+    rigbook: RigbookExtension | None = None
+
+    # convenience views used across stages
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs the recipe runs on (0 for a CPU recipe)."""
+        return sum(h.device_count for h in self.hardware)
+
+    @property
+    def engine(self) -> str | None:
+        """The base engine name (vllm, sglang, llama.cpp, tensorfold …)."""
+        return self.engine_source.base_engine if self.engine_source else None
+
+    @property
+    def ext(self) -> RigbookExtension:
+        """The rigbook extension block (empty when the record has none)."""
+        return self.rigbook or RigbookExtension()
+
+
+def recipe_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a recipe, as `rigbook recipe schema` prints it."""
+    return Recipe.model_json_schema(by_alias=True)

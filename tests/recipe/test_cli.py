@@ -1,0 +1,50 @@
+import json
+import subprocess
+import sys
+
+from tests.conftest import SEED_RECORD
+
+
+def rigbook(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_validate_accepts_the_seed_record():
+    done = rigbook("recipe", "validate", str(SEED_RECORD), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["valid"] is True
+
+
+def test_validate_rejects_a_broken_record_with_field_paths_and_no_traceback(tmp_path, seed_record):
+    seed_record["hardware"][0]["device_count"] = "two"
+    seed_record["config"] = {"launch": 5}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(seed_record))
+    done = rigbook("recipe", "validate", str(bad))
+    assert done.returncode == 2
+    assert "hardware.0.device_count" in done.stderr and "config.launch" in done.stderr
+    assert "E_RECIPE_INVALID" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_validate_rejects_invalid_json_and_missing_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ nope")
+    assert rigbook("recipe", "validate", str(bad)).returncode == 2
+    missing = rigbook("recipe", "validate", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "E_RECIPE_NOT_FOUND" in missing.stderr
+
+
+def test_recipes_list_shows_five_and_show_prints_the_record_as_loaded(seed_record):
+    listed = json.loads(rigbook("recipes", "list", "--json").stdout)
+    assert len(listed) == 5
+    shown = json.loads(rigbook("recipe", "show", "--file", str(SEED_RECORD), "--json").stdout)
+    assert shown == seed_record
+
+
+def test_search_and_hash():
+    found = json.loads(rigbook("recipes", "search", "smollm2 cpu", "--json").stdout)
+    assert [r["slug"] for r in found] == ["smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"]
+    hashed = rigbook("recipe", "hash", str(SEED_RECORD))
+    assert hashed.returncode == 0 and hashed.stdout.startswith("sha256:")
+    unknown = rigbook("recipes", "show", "no-such-recipe")
+    assert unknown.returncode == 2 and "E_RECIPE_NOT_FOUND" in unknown.stderr
