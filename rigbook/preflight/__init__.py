@@ -1,0 +1,1 @@
+"""Preflight: a recipe checked against a rig gives findings with stable codes."""
