@@ -1,0 +1,109 @@
+"""A container image configured by env knobs: `docker run … -e TP=2 … IMAGE` (the seed record's form).
+
+rigbook runs the container in the foreground (its output is the engine log),
+removes it on exit, names it ``rigbook-NAME`` so `down` can stop it, maps the
+GPUs with ``--gpus`` and publishes the host port on loopback. The recipe's own
+``-d``, ``--rm``, ``--name``, ``--gpus`` and ``-p`` are author-side and replaced;
+``--network host`` is replaced by the published port unless you allow
+``network-host``.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from rigbook.launch.engines.base import Engine, step
+from rigbook.launch.logscan import LogPattern
+from rigbook.launch.placeholders import docker_gpus, drop_options, gpu_env_defaults
+from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.launch.safety import docker_dangers
+from rigbook.launch.weights import hf_repo, weights_dest
+from rigbook.recipe.schema import DockerLaunch, Recipe
+
+AUTHOR_SIDE = {"--name", "--gpus", "-p", "--publish"}
+AUTHOR_FLAGS = {"-d", "--detach", "--rm"}
+DEFAULT_CONTAINER_PORT = 8000
+
+
+def container_name(target: Target) -> str:
+    """The container's name, so `down` can stop it."""
+    return f"rigbook-{target.name}"
+
+
+class DockerEngine(Engine):
+    kind = "docker"
+    log_patterns = [
+        LogPattern(code="E_ENGINE_MISSING", pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",
+                   why="the image could not be found or pulled"),
+        LogPattern(code="E_ENGINE_EXIT", pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
+                   why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)"),
+    ]
+
+    def network_host(self, target: Target) -> bool:
+        return "network-host" in target.allow
+
+    def container_port(self, spec: DockerLaunch) -> int:
+        port = spec.env.get("PORT", "")
+        return spec.container_port or (int(port) if port.isdigit() else DEFAULT_CONTAINER_PORT)
+
+    def url(self, spec: DockerLaunch, target: Target) -> str:
+        # With the host network the engine listens on its own port, not a published one.
+        port = self.container_port(spec) if self.network_host(target) else target.port
+        return f"http://{target.host}:{port}"
+
+    def model_id(self, recipe: Recipe, spec: DockerLaunch) -> str | None:
+        return super().model_id(recipe, spec) or spec.env.get("MODEL") or spec.env.get("MODEL_ID")
+
+    def mapped_args(self, spec: DockerLaunch, target: Target) -> tuple[list[str], list[str]]:
+        """The recipe's `docker run` options with author-side ones removed; and what was removed."""
+        names = set(AUTHOR_SIDE)
+        if not self.network_host(target):
+            names |= {"--network", "--net"}
+        return drop_options(spec.args, names, AUTHOR_FLAGS)
+
+    def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
+        """Fetched weights, mounted read-only at /models/ORG/NAME."""
+        mounts = []
+        for artifact in recipe.artifacts:
+            repo = hf_repo(artifact)
+            if repo and artifact.pin:
+                mounts += ["-v", f"{weights_dest(target.models_dir, repo, artifact.pin)}:/models/{repo}:ro"]
+        return mounts
+
+    def fetch_steps(self, recipe: Recipe, spec: DockerLaunch, target: Target):
+        pinned = "@sha256:" in spec.image
+        details = [f"image {spec.image}",
+                   "pinned by digest" if pinned else "pinned by tag only: a tag can be moved; the digest pulled is recorded by docker"]
+        return [step(StepKind.engine, "engine: pull the container image", details,
+                     [LaunchCommand(argv=["docker", "pull", spec.image])])]
+
+    def command(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> LaunchCommand:
+        args, _ = self.mapped_args(spec, target)
+        argv = ["docker", "run", "--rm", "--name", container_name(target)]
+        if target.gpus:
+            argv += ["--gpus", docker_gpus(target)]
+        if not self.network_host(target):
+            argv += ["-p", f"{target.host}:{target.port}:{self.container_port(spec)}"]
+        argv += args + self.weights_mounts(recipe, target)
+        argv += [item for key, value in spec.env.items() for item in ("-e", f"{key}={value}")]
+        # Name-only `-e KEY`: docker copies the value from rigbook's environment into the container.
+        extra = gpu_env_defaults() if target.gpus else {}
+        argv += [item for key in extra if key not in spec.env for item in ("-e", key)]
+        return LaunchCommand(argv=[*argv, spec.image], env=extra)
+
+    def dangers(self, spec: DockerLaunch, target: Target) -> list[tuple[str, str]]:
+        # Checked after mapping: a replaced `--network host` is no longer asked for.
+        return docker_dangers(self.mapped_args(spec, target)[0])
+
+    def stop_commands(self, spec: DockerLaunch, target: Target) -> list[LaunchCommand]:
+        return [LaunchCommand(argv=["docker", "stop", "--time", "20", container_name(target)])]
+
+    def missing(self, spec: DockerLaunch) -> str | None:
+        return None if shutil.which("docker") else "the docker client is not on PATH"
+
+    def notes(self, spec: DockerLaunch, target: Target) -> list[str]:
+        _, dropped = self.mapped_args(spec, target)
+        notes = [f"replaced author-side option: {d}" for d in dropped]
+        if not self.network_host(target):
+            notes.append(f"host port {target.port} published on {target.host} → container port {self.container_port(spec)}")
+        return notes

@@ -1,0 +1,22 @@
+"""An endpoint that already runs: rigbook starts, locks and stops nothing; it only waits and smoke-tests."""
+
+from __future__ import annotations
+
+from rigbook.launch.engines.base import Engine, step
+from rigbook.launch.plan import StepKind, Target
+from rigbook.recipe.schema import ExternalLaunch, Recipe
+
+
+class ExternalEngine(Engine):
+    kind = "external"
+    starts_process = False
+
+    def url(self, spec: ExternalLaunch, target: Target) -> str:
+        base = spec.url.rstrip("/")
+        return base[: -len("/v1")] if base.endswith("/v1") else base
+
+    def fetch_steps(self, recipe: Recipe, spec: ExternalLaunch, target: Target):
+        return [step(StepKind.engine, "engine: an endpoint that already runs", [f"{spec.url} (nothing is started)"])]
+
+    def command(self, recipe: Recipe, spec: ExternalLaunch, target: Target) -> None:
+        return None

@@ -1,0 +1,77 @@
+"""A script repository (the guide's form): clone at a commit, apply patches, run its start command with env.
+
+The script itself is the recipe author's code and runs with your rights: the
+plan shows exactly which repository, commit and command, and `up` asks first.
+The GPUs are passed as CUDA_VISIBLE_DEVICES; the drafter as the env variable the
+recipe names (``DRAFTER``); the script's own dry run (``DRY_RUN=1``) runs before
+the real start.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from rigbook.errors import InputError
+from rigbook.launch.engines.base import Engine, step
+from rigbook.launch.logscan import LogPattern
+from rigbook.launch.placeholders import cuda_env, gpu_env_defaults
+from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.recipe.schema import Recipe, ScriptRepoLaunch
+
+
+class ScriptRepoEngine(Engine):
+    kind = "script_repo"
+    log_patterns = [
+        LogPattern(code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"),
+        LogPattern(code="E_GPU_MEMORY", pattern=r"\bE_GPU_MEMORY\b", why="the script reported too little free GPU memory"),
+    ]
+
+    def checkout(self, recipe: Recipe, target: Target):
+        return target.work_dir / recipe.slug
+
+    def url(self, spec: ScriptRepoLaunch, target: Target) -> str:
+        return f"http://{target.host}:{target.port}"
+
+    def env(self, spec: ScriptRepoLaunch, target: Target) -> dict[str, str]:
+        env = {**gpu_env_defaults(), **spec.env, **cuda_env(target)}
+        if target.drafter:
+            if not spec.drafter_env:
+                raise InputError("E_INPUT", "this recipe's script has no drafter choice (no drafter_env); drop --drafter")
+            env[spec.drafter_env] = target.drafter
+        return env
+
+    def fetch_steps(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target):
+        folder = self.checkout(recipe, target)
+        commands = []
+        details = [f"repository {spec.git_url}", f"into {folder}"]
+        if folder.exists():
+            details.append("already cloned: reused as it is (rigbook does not overwrite it)")
+        else:
+            commands.append(LaunchCommand(argv=["git", "clone", "--", spec.git_url, str(folder)]))
+        if spec.commit:
+            details.append(f"pinned commit {spec.commit}")
+            commands.append(LaunchCommand(argv=["git", "-C", str(folder), "checkout", "--detach", spec.commit]))
+        else:
+            details.append("warning: no pinned commit in the recipe — the branch head is used and can change")
+        for patch in spec.patches:
+            commands.append(LaunchCommand(argv=["git", "-C", str(folder), "apply", "--", patch]))
+        if spec.patch_count and not spec.patches:
+            details.append(f"{spec.patch_count} patches: applied by the script itself ({' '.join(spec.start)})")
+        if spec.dry_run_env:
+            own = LaunchCommand(argv=spec.start, env={**spec.dry_run_env, **self.env(spec, target)}, cwd=str(folder))
+            details.append(f"then the script's own dry run: {own.shown}")
+            commands.append(own)
+        return [step(StepKind.engine, "engine: the recipe's script repository", details, commands)]
+
+    def command(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> LaunchCommand:
+        return LaunchCommand(argv=spec.start, env=self.env(spec, target), cwd=str(self.checkout(recipe, target)))
+
+    def notes(self, spec: ScriptRepoLaunch, target: Target) -> list[str]:
+        notes = [f"the script chooses its own port ({target.port}) and model id"]
+        if spec.drafter_env:
+            notes.append(f"drafter: {spec.drafter_env}={target.drafter}" if target.drafter
+                         else f"drafter: the script's default (choose with --drafter, sets {spec.drafter_env})")
+        return notes
+
+    def missing(self, spec: ScriptRepoLaunch) -> str | None:
+        return None if shutil.which("git") else "git is not on PATH"

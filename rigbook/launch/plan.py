@@ -1,0 +1,102 @@
+"""The plan: the numbered steps a launch takes, as data, so `plan`, `up --dry-run` and `up` share one source."""
+
+from __future__ import annotations
+
+import shlex
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from rigbook.preflight.finding import Finding
+
+
+class GpuRef(BaseModel):
+    """One GPU a launch uses: its NVML index and, when known, its UUID."""
+
+    index: int
+    uuid: str | None = None
+
+
+class Target(BaseModel):
+    """Where and how this machine runs the recipe: the values the recipe's placeholders map to."""
+
+    name: str
+    gpus: list[GpuRef] = Field(default_factory=list)
+    by_uuid: bool = Field(default=False, description="The user named GPUs by UUID; map them by UUID too.")
+    host: str = "127.0.0.1"
+    port: int
+    models_dir: Path
+    work_dir: Path = Field(description="Where a script repository is cloned.")
+    drafter: str | None = None
+    allow: list[str] = Field(default_factory=list)
+
+    @property
+    def slot(self) -> list[str]:
+        """The lock keys this launch holds: one per GPU, or the CPU slot."""
+        return [f"gpu-{g.uuid or g.index}" for g in self.gpus] or ["cpu"]
+
+
+class LaunchCommand(BaseModel):
+    """A process to start: argv as a list (never a shell string), the env rigbook sets on top of yours, its folder."""
+
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The command as a person would type it (env first), quoted for display only."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (env + " " if env else "") + shlex.join(self.argv)
+
+
+class Download(BaseModel):
+    """Weights to fetch from a Hugging Face-style repository at a pinned revision."""
+
+    repo: str
+    revision: str
+    dest: Path
+    size_bytes: int | None = None
+    files: list[str] | None = None
+
+
+class StepKind(str, Enum):
+    check = "check"
+    engine = "engine"
+    weights = "weights"
+    autotune = "autotune"
+    start = "start"
+    ready = "ready"
+    smoke = "smoke"
+
+
+class Step(BaseModel):
+    """One numbered step: what it does, the details a person checks, and what it runs."""
+
+    number: int
+    kind: StepKind
+    title: str
+    details: list[str] = Field(default_factory=list)
+    commands: list[LaunchCommand] = Field(default_factory=list, description="Processes this step runs, in order.")
+    downloads: list[Download] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+
+
+class Plan(BaseModel):
+    """Everything `up` will do for one recipe on this machine."""
+
+    recipe: str
+    kind: str
+    target: Target
+    url: str
+    model_id: str | None
+    command: LaunchCommand | None = Field(description="The engine process; None for an external endpoint.")
+    stop_commands: list[LaunchCommand] = Field(default_factory=list, description="Run on `down` besides killing the process group.")
+    steps: list[Step]
+    dry_run: bool = False
+
+    @property
+    def blocking(self) -> list[Finding]:
+        """Error findings of the check step: they stop a launch."""
+        return [f for s in self.steps for f in s.findings if f.blocks]

@@ -1,0 +1,134 @@
+"""Turn a recipe, a rig and the user's choices into a :class:`Plan`: the numbered steps `up` takes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rigbook.errors import InputError
+from rigbook.home import rigbook_home
+from rigbook.launch.engines import engine_for
+from rigbook.launch.engines.base import step
+from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
+from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
+from rigbook.launch.spec import launch_spec
+from rigbook.launch.weights import free_bytes, hf_repo, weights_dest
+from rigbook.recipe.schema import Recipe
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+DEFAULT_READY_TIMEOUT = 900.0
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def choose_gpus(recipe: Recipe, rig: Any | None, wanted: str | None) -> tuple[list[GpuRef], bool]:
+    """The GPUs to use: those named by ``--gpus`` (indices or UUIDs), else the rig's first N; and whether by UUID."""
+    known = [GpuRef(index=g.index, uuid=getattr(g, "uuid", None)) for g in (rig.gpus if rig is not None else [])]
+    if not wanted:
+        if recipe.gpu_count == 0:
+            return [], False
+        return (known[: recipe.gpu_count] if rig is not None else [GpuRef(index=i) for i in range(recipe.gpu_count)]), False
+    tokens = [t.strip() for t in wanted.split(",") if t.strip()]
+    by_uuid = any(not t.isdigit() for t in tokens)
+    chosen = []
+    for position, token in enumerate(tokens):
+        match = [g for g in known if str(g.index) == token or g.uuid == token]
+        if rig is not None and not match:
+            raise InputError("E_INPUT", f"--gpus {wanted}: this rig has no GPU {token!r}; it has "
+                             + (", ".join(f"{g.index} ({g.uuid})" for g in known) or "none"))
+        chosen.append(match[0] if match else GpuRef(index=int(token) if token.isdigit() else position,
+                                                    uuid=None if token.isdigit() else token))
+    return chosen, by_uuid
+
+
+def _check_step(recipe: Recipe, rig: Any | None, target: Target) -> Step:
+    if rig is None:
+        return step(StepKind.check, "check the recipe against this rig",
+                    ["skipped: no rig given, and a dry run does not probe the machine (pass --rig FILE)"])
+    from rigbook.preflight.check import check_recipe
+
+    report = check_recipe(recipe, rig, gpus=[g.index for g in target.gpus] or None, port=target.port,
+                          models_dir=target.models_dir)
+    checked = step(StepKind.check, "check the recipe against this rig",
+                   [f"{len(report.findings)} finding(s); " + ("nothing blocks the launch" if report.ok else "an error finding blocks the launch")])
+    checked.findings = list(report.findings)
+    return checked
+
+
+def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
+    steps = []
+    for artifact in recipe.artifacts:
+        if artifact.kind not in ("model_weights", "drafter"):
+            continue
+        repo = hf_repo(artifact)
+        size = _gb(artifact.size_bytes) if artifact.size_bytes else "unknown"
+        if repo:
+            revision = artifact.pin or "main"
+            dest = weights_dest(target.models_dir, repo, revision)
+            free = free_bytes(target.models_dir)
+            fits = ("fits" if artifact.size_bytes <= free else "DOES NOT FIT") if artifact.size_bytes else "cannot be checked"
+            s = step(StepKind.weights, f"weights: {repo} at {revision[:12]}", [
+                f"from {artifact.pointer} revision {revision}" + ("" if artifact.pin else " (not pinned: a branch head can change)"),
+                f"into {dest}", f"size {size}; free there {_gb(free)}: {fits}",
+                "files stream to NAME.part, resume after an interruption, and are checked against the hub's sha256"])
+            s.downloads = [Download(repo=repo, revision=revision, dest=dest, size_bytes=artifact.size_bytes, files=artifact.files)]
+        elif artifact.pointer_type == "python_package":
+            s = step(StepKind.weights, f"weights: shipped in the Python package {artifact.pointer}", [f"size {size}", "nothing to download"])
+        else:
+            s = step(StepKind.weights, f"{artifact.kind}: {artifact.pointer or 'unknown source'}",
+                     ["fetched by the engine or its script, not by rigbook", f"pin: {artifact.pin or 'none given'}"])
+        steps.append(s)
+    return steps
+
+
+def _memory_note(spec: Any) -> list[str]:
+    env = getattr(spec, "env", {}) or {}
+    args = getattr(spec, "args", []) or []
+    value = env.get("GPU_MEMORY_UTILIZATION")
+    if "--gpu-memory-utilization" in args:
+        value = args[args.index("--gpu-memory-utilization") + 1]
+    return [f"GPU memory utilisation {value}: that fraction of each card's total memory must be free at start"] if value else []
+
+
+def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = None, port: int | None = None,
+               models_dir: Path | None = None, drafter: str | None = None, name: str | None = None,
+               allow: list[str] | None = None, timeout: float = DEFAULT_READY_TIMEOUT, dry_run: bool = False) -> Plan:
+    """The plan for ``recipe`` on this machine. Reads no network and starts nothing."""
+    spec = launch_spec(recipe)
+    engine = engine_for(spec.kind)
+    name = name or recipe.slug[:63]
+    if not NAME.match(name):
+        raise InputError("E_INPUT", f"--name {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 63)")
+    serve_port = recipe.ext.serve.port if recipe.ext.serve else None
+    if spec.kind == "script_repo" and port and serve_port and port != serve_port:
+        raise InputError("E_INPUT", f"--port {port}: this recipe's script always listens on {serve_port}")
+    chosen, by_uuid = choose_gpus(recipe, rig, gpus)
+    home = rigbook_home()
+    target = Target(name=name, gpus=chosen, by_uuid=by_uuid, port=port or serve_port or 8000,
+                    models_dir=(models_dir or home / "models").expanduser(), work_dir=home / "repos",
+                    drafter=drafter, allow=sorted(set(allow or [])))
+    command = engine.command(recipe, spec, target)
+    url = engine.url(spec, target)
+    model_id = engine.model_id(recipe, spec)
+
+    steps = [_check_step(recipe, rig, target), *engine.fetch_steps(recipe, spec, target), *_weights_steps(recipe, target)]
+    if recipe.ext.autotune:
+        steps.append(step(StepKind.autotune, "autotune kernels",
+                          ["the engine runs its kernel autotuning as part of the start; the first launch takes longer"]))
+    if command is not None:
+        where = ", ".join(str(g.uuid if by_uuid and g.uuid else g.index) for g in chosen) or "CPU only"
+        details = [f"GPUs: {where}", f"host port: {target.port}", *engine.notes(spec, target), *_memory_note(spec)]
+        set_gpu_env = [k for k in GPU_ENV_DEFAULTS if k in command.env or f"-e {k}" in " ".join(command.argv)]
+        if chosen and set_gpu_env:
+            details.append("multicast off unless you set them: " + ", ".join(f"{k}={GPU_ENV_DEFAULTS[k]}" for k in set_gpu_env))
+        details.append(f"log: {home / 'logs' / (name + '.log')}")
+        steps.append(step(StepKind.start, "start the engine (its own process group)", details, [command]))
+    steps.append(step(StepKind.ready, "wait until it is ready", [f"GET {url}/v1/models answers 200, for at most {timeout:.0f} s"]))
+    steps.append(step(StepKind.smoke, "smoke test", [f"model {model_id or '(the first listed)'}: \"Say READY in one word.\" at temperature 0"]))
+    for number, s in enumerate(steps, start=1):
+        s.number = number
+    return Plan(recipe=recipe.slug, kind=spec.kind, target=target, url=url, model_id=model_id, command=command,
+                stop_commands=engine.stop_commands(spec, target), steps=steps, dry_run=dry_run)

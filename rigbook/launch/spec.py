@@ -1,0 +1,49 @@
+"""Which launch spec a recipe has: its `rigbook.launch` block, or one read from the record's `config.launch` argv."""
+
+from __future__ import annotations
+
+from rigbook.errors import InputError
+from rigbook.launch.safety import split_option
+from rigbook.recipe.schema import DockerLaunch, LaunchSpec, Recipe, SglangLaunch, VllmLaunch
+
+
+def _from_docker_run(argv: list[str]) -> DockerLaunch:
+    """`docker run [OPTIONS] IMAGE [ARGS]` → env knobs, the other options, the image."""
+    env: dict[str, str] = {}
+    args: list[str] = []
+    i = 2
+    while i < len(argv):
+        if not argv[i].startswith("-"):
+            break
+        option, value, after = split_option(argv, i)
+        if option in ("-e", "--env") and value is not None and "=" in value:
+            key, val = value.split("=", 1)
+            env[key] = val
+        else:
+            args.extend(argv[i:after])
+        i = after
+    if i >= len(argv):
+        raise InputError("E_RECIPE_INVALID", "config.launch is a `docker run` without an image")
+    if len(argv) > i + 1:
+        raise InputError("E_RECIPE_INVALID", f"config.launch passes a command after the image ({argv[i + 1]!r}); "
+                         "write a rigbook.launch block for it")
+    port = env.get("PORT")
+    return DockerLaunch(image=argv[i], env=env, args=args, container_port=int(port) if port and port.isdigit() else None)
+
+
+def launch_spec(recipe: Recipe) -> LaunchSpec:
+    """The recipe's launch spec; E_RECIPE_INVALID when it has none that rigbook can run."""
+    if recipe.ext.launch is not None:
+        return recipe.ext.launch
+    argv = recipe.config.launch
+    if argv[:2] == ["docker", "run"]:
+        return _from_docker_run(argv)
+    if argv[:2] == ["vllm", "serve"] and len(argv) > 2:
+        return VllmLaunch(model=argv[2], args=argv[3:])
+    if len(argv) > 2 and argv[1:3] == ["-m", "sglang.launch_server"]:
+        model_at = argv.index("--model-path") + 1 if "--model-path" in argv else None
+        if model_at and model_at < len(argv):
+            return SglangLaunch(model=argv[model_at], args=argv[3:model_at - 1] + argv[model_at + 1:])
+    shown = " ".join(argv) if argv else "(empty)"
+    raise InputError("E_RECIPE_INVALID", f"recipe {recipe.slug} has no launch rigbook can run: config.launch is {shown}",
+                     remedy="Add a `rigbook.launch` block (docs/launch.md lists the kinds), or pick a recipe that has one.")
