@@ -1,9 +1,236 @@
-"""`rigbook launch` commands."""
+"""`rigbook plan`, `up`, `down`, `status`, `logs`, `smoke`: thin wrappers over rigbook.launch."""
 
 from __future__ import annotations
 
+import sys
+import time
+from pathlib import Path
+
 import typer
+
+from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.errors import LaunchError
+from rigbook.home import dry_run_from_env
+from rigbook.launch import control
+from rigbook.launch.plan import Plan
+from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
+from rigbook.launch.smoke import SmokeResult, smoke as smoke_endpoint
+from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes, resolve_recipe
+
+RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine; a dry run does not probe).")
+GpusOption = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, comma-separated (e.g. 0,1).")
+PortOption = typer.Option(None, "--port", help="Host port to serve on (default: the recipe's).")
+ModelsDirOption = typer.Option(None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models).")
+DrafterOption = typer.Option(None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp).")
+
+
+def _rig(rig_file: Path | None, models_dir: Path | None, probe: bool):
+    if rig_file is not None:
+        from rigbook.rig.model import load_rig
+
+        return load_rig(rig_file)
+    if not probe:
+        return None
+    from rigbook.rig.probe import probe_rig
+
+    return probe_rig(models_dir=models_dir)
+
+
+def _fitting_recipe(rig) -> Recipe:
+    """The built-in recipe this machine runs: the first GPU recipe whose check passes, else the embedded CPU one."""
+    from rigbook.launch.spec import launch_spec
+    from rigbook.preflight.check import check_recipe
+
+    if rig is not None and getattr(rig, "gpus", None):
+        for recipe in list_recipes():
+            if 0 < recipe.gpu_count <= len(rig.gpus) and recipe.ext.launch is not None:
+                launch_spec(recipe)
+                if check_recipe(recipe, rig).ok:
+                    return recipe
+    return resolve_recipe(EMBEDDED_SLUG)
+
+
+def render_plan(plan: Plan) -> None:
+    """The numbered steps, their details, the exact commands and any findings."""
+    mode = "dry run: nothing is touched" if plan.dry_run else "plan"
+    console.print(f"[bold]{plan.recipe}[/] ({plan.kind}) as [bold]{plan.target.name}[/] — {mode}", highlight=False)
+    for step in plan.steps:
+        console.print(f"[bold]{step.number}.[/] {step.title}", highlight=False, soft_wrap=True)
+        for line in step.details:
+            console.print(f"     {line}", markup=False, highlight=False, soft_wrap=True)
+        for command in step.commands:
+            console.print(f"     $ {command.shown}", markup=False, highlight=False, soft_wrap=True)
+        for finding in step.findings:
+            colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
+            console.print(f"     [{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False)
+            console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False)
+
+
+def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
+    if plan.blocking:
+        if not as_json:
+            codes = ", ".join(sorted({f.code for f in plan.blocking}))
+            err_console.print(f"[bold red]error[{plan.blocking[0].code}][/]: the plan has error findings ({codes}); "
+                              "`up` would refuse it", highlight=False)
+        raise typer.Exit(2)
+
+
+def _plan(recipe_ref: str | None, rig_file, gpus, port, models_dir, drafter, name=None, allow=None,
+          timeout=DEFAULT_READY_TIMEOUT, dry_run=True) -> tuple[Recipe, Plan]:
+    rig = _rig(rig_file, models_dir, probe=not dry_run)
+    recipe = resolve_recipe(recipe_ref) if recipe_ref else (_fitting_recipe(rig) if rig is not None else resolve_recipe(EMBEDDED_SLUG))
+    plan = build_plan(recipe, rig=rig, gpus=gpus, port=port, models_dir=models_dir, drafter=drafter, name=name,
+                      allow=allow, timeout=timeout, dry_run=dry_run)
+    return recipe, plan
+
+
+def plan(
+    recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
+    rig: Path = RigOption, gpus: str = GpusOption, port: int = PortOption, models_dir: Path = ModelsDirOption,
+    drafter: str = DrafterOption, as_json: bool = JsonOption,
+) -> None:
+    """Print the numbered steps `up` would take on this machine; touches nothing."""
+    with handled(as_json):
+        _, made = _plan(recipe, rig, gpus, port, models_dir, drafter)
+        emit(made, as_json, lambda: render_plan(made))
+        _exit_if_blocked(made, as_json)
+
+
+class _Progress:
+    """Live progress: a rich status line on a terminal, plain lines (at most every few seconds) otherwise."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.tty = err_console.is_terminal
+        self.status = err_console.status("starting") if self.tty and not quiet else None
+        self.last_plain = 0.0
+
+    def __enter__(self):
+        if self.status:
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.status:
+            self.status.__exit__(*exc)
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        if self.status:
+            self.status.update(message)
+        elif not message.startswith("waiting") or time.monotonic() - self.last_plain > 5:
+            self.last_plain = time.monotonic()
+            err_console.print(message, markup=False, highlight=False)
+
+
+def up(
+    recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
+    rig: Path = RigOption, gpus: str = GpusOption, port: int = PortOption, models_dir: Path = ModelsDirOption,
+    drafter: str = DrafterOption,
+    name: str = typer.Option(None, "--name", help="Name of this launch (default: the recipe slug)."),
+    timeout: float = typer.Option(DEFAULT_READY_TIMEOUT, "--timeout", help="Seconds to wait for readiness."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."),
+    allow: list[str] = typer.Option([], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Launch a recipe: check, fetch, start the engine, wait until ready, smoke-test; prints `LIVE on port N`."""
+    from rigbook.launch.up import up as run_up
+
+    dry = dry_run or dry_run_from_env()
+    with handled(as_json):
+        loaded, made = _plan(recipe, rig, gpus, port, models_dir, drafter, name, allow, timeout, dry_run=dry)
+        if dry:
+            emit(made, as_json, lambda: render_plan(made))
+            _exit_if_blocked(made, as_json)
+            return
+
+        def confirm(p: Plan) -> bool:
+            if yes:
+                return True
+            if not sys.stdin.isatty():
+                raise LaunchError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
+            render_plan(p)
+            return typer.confirm(f"Start {p.target.name}?", default=False)
+
+        with _Progress(quiet=as_json) as progress:
+            result = run_up(loaded, made, confirm=confirm, progress=progress, timeout=timeout)
+
+        def render() -> None:
+            port_shown = result.url.rsplit(":", 1)[-1]
+            console.print(f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}", highlight=False)
+            console.print(f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
+                          markup=False, highlight=False)
+            if result.run:
+                console.print(f"stop with: rigbook down {result.run.name}", markup=False, highlight=False)
+
+        emit(result, as_json, render)
+
+
+def down(
+    name: str = typer.Argument(None, help="The launch to stop (default: the only one running)."),
+    everything: bool = typer.Option(False, "--all", help="Stop every running launch."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Stop a launch: its whole process group (and its container), its locks and its state."""
+    with handled(as_json):
+        stopped = control.down(name, everything=everything)
+        emit(stopped, as_json, lambda: [console.print(
+            f"stopped {s.name} (pid {s.pid})" + ("" if s.gone else " — some processes did not exit"), highlight=False)
+            for s in stopped])
+
+
+def status(as_json: bool = JsonOption) -> None:
+    """What runs: name, recipe, pid, port, model, since when, and whether it answers."""
+    with handled(as_json):
+        runs = control.status()
+
+        def render() -> None:
+            if not runs:
+                console.print("nothing runs")
+            for r in runs:
+                health = "stale (process gone; forgotten now)" if r.stale else ("healthy" if r.healthy else "not answering")
+                console.print(f"{r.name}  pid {r.pid}  {r.url}  model {r.model_id}  since {r.started_at}  {health}",
+                              markup=False, highlight=False)
+
+        emit(runs, as_json, render)
+
+
+def logs(
+    name: str = typer.Argument(..., help="The launch whose engine log to print."),
+    follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing new lines until the engine stops (or Ctrl-C)."),
+) -> None:
+    """Print a launch's engine log."""
+    with handled(False):
+        path = Path(control.log_path(name))
+        with path.open("rb") as handle:
+            while True:
+                chunk = handle.read(65536)
+                if chunk:
+                    sys.stdout.write(chunk.decode("utf-8", errors="replace"))
+                    sys.stdout.flush()
+                    continue
+                run = control.state.load(name)
+                if not follow or run is None or not run.alive:
+                    return
+                time.sleep(0.5)
+
+
+def smoke(
+    url: str = typer.Argument(..., help="The endpoint's base URL, e.g. http://127.0.0.1:8080."),
+    model: str = typer.Option(None, "--model", help="The model id to test (default: the first the endpoint lists)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Check the model is served and answers "Say READY in one word." at temperature 0."""
+    with handled(as_json):
+        result: SmokeResult = smoke_endpoint(url, model)
+        emit(result, as_json, lambda: console.print(
+            f"{result.model} at {result.url}: {result.reply!r} in {result.seconds:.2f} s"
+            + (f" ({result.completion_tokens} tokens)" if result.completion_tokens else ""), markup=False, highlight=False))
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+    for command in (plan, up, down, status, logs, smoke):
+        app.command(command.__name__)(command)

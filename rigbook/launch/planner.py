@@ -13,6 +13,7 @@ from rigbook.launch.engines.base import step
 from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.spec import launch_spec
+from rigbook.preflight.finding import Finding
 from rigbook.launch.weights import free_bytes, hf_repo, weights_dest
 from rigbook.recipe.schema import Recipe
 
@@ -125,7 +126,10 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
         if chosen and set_gpu_env:
             details.append("multicast off unless you set them: " + ", ".join(f"{k}={GPU_ENV_DEFAULTS[k]}" for k in set_gpu_env))
         details.append(f"log: {home / 'logs' / (name + '.log')}")
-        steps.append(step(StepKind.start, "start the engine (its own process group)", details, [command]))
+        started = step(StepKind.start, "start the engine (its own process group)", details, [command])
+        started.findings = [Finding.make("E_UNSAFE", f"{what} (allow with --allow {allow_name})")
+                            for allow_name, what in engine.dangers(spec, target) if allow_name not in target.allow]
+        steps.append(started)
     steps.append(step(StepKind.ready, "wait until it is ready", [f"GET {url}/v1/models answers 200, for at most {timeout:.0f} s"]))
     steps.append(step(StepKind.smoke, "smoke test", [f"model {model_id or '(the first listed)'}: \"Say READY in one word.\" at temperature 0"]))
     for number, s in enumerate(steps, start=1):
