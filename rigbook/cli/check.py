@@ -1,9 +1,66 @@
-"""`rigbook check` commands."""
+"""`rigbook check`: a recipe against this machine or a saved Rig."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.table import Table
+
+from rigbook.cli.output import JsonOption, console, emit, handled
+from rigbook.errors import InputError
+from rigbook.preflight.check import CheckReport, check_recipe
+from rigbook.recipe.load import resolve_recipe
+from rigbook.rig.model import load_rig
+from rigbook.rig.probe import probe_rig
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    """'0,1' → [0, 1]."""
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError("E_INPUT", f"--gpus {text!r} is not a list of GPU indices", "Write it like --gpus 0,1.") from None
+
+
+def render_report(report: CheckReport) -> None:
+    """The findings as a table, then one verdict line."""
+    where = f"{report.hostname} ({report.rig_source})"
+    on = f"GPUs {', '.join(map(str, report.gpus))}" if report.gpus else "no GPU"
+    if report.findings:
+        table = Table("code", "severity", "GPUs", "message", "remedy", show_lines=True)
+        for f in report.findings:
+            style = _STYLE[f.severity.value]
+            table.add_row(f"[{style}]{f.code}[/]", f.severity.value, ",".join(map(str, f.gpus)) or "-", f.message, f.remedy)
+        console.print(table)
+    errors = sum(1 for f in report.findings if f.blocks)
+    verdict = "[green]ok[/]" if report.ok else f"[bold red]{errors} error(s)[/]"
+    console.print(f"{report.recipe} on {where}, {on}: {verdict}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the main app."""
+
+    @app.command("check")
+    def check_command(
+        recipe: str = typer.Argument(..., help="A catalog slug, a recipe .json file, or an http(s) URL."),
+        rig_file: Path = typer.Option(None, "--rig", help="Check against this saved Rig document instead of this machine."),
+        gpus: str = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default: the first the recipe needs)."),
+        port: int = typer.Option(None, "--port", min=1, max=65535, help="The port the engine would listen on (default: the recipe's)."),
+        models_dir: Path = typer.Option(None, "--models-dir", help="Where models are stored (default RIGBOOK_HOME/models)."),
+        p2p_test: bool = typer.Option(False, "--p2p-test", help="Also copy a buffer both ways between the GPUs (needs PyTorch or CuPy)."),
+        as_json: bool = JsonOption,
+    ) -> None:
+        """Check a recipe against this machine (or --rig FILE): exit 0 with no error finding, 2 with one."""
+        with handled(as_json):
+            picked = parse_gpus(gpus)
+            loaded = resolve_recipe(recipe)
+            rig = load_rig(rig_file) if rig_file is not None else probe_rig(models_dir)
+            report = check_recipe(loaded, rig, gpus=picked, port=port, models_dir=models_dir, p2p_test=p2p_test)
+            emit(report, as_json, lambda: render_report(report))
+        if not report.ok:
+            raise typer.Exit(2)

@@ -1,0 +1,1 @@
+"""One module per family of checks; each function takes a CheckContext and returns findings."""
