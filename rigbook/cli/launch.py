@@ -38,13 +38,11 @@ def _rig(rig_file: Path | None, models_dir: Path | None, probe: bool):
 
 def _fitting_recipe(rig) -> Recipe:
     """The built-in recipe this machine runs: the first GPU recipe whose check passes, else the embedded CPU one."""
-    from rigbook.launch.spec import launch_spec
     from rigbook.preflight.check import check_recipe
 
     if rig is not None and getattr(rig, "gpus", None):
         for recipe in list_recipes():
             if 0 < recipe.gpu_count <= len(rig.gpus) and recipe.ext.launch is not None:
-                launch_spec(recipe)
                 if check_recipe(recipe, rig).ok:
                     return recipe
     return resolve_recipe(EMBEDDED_SLUG)
