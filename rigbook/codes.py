@@ -140,3 +140,21 @@ CODES: dict[str, Code] = {c.code: c for c in _ALL}
 def lookup(code: str) -> Code:
     """The registry entry of ``code``; raises KeyError for an unknown code."""
     return CODES[code]
+
+
+def codes_markdown() -> str:
+    """The registry as the Markdown table in ``docs/codes.md`` (``rigbook codes --format md``)."""
+    lines = [
+        "# Codes",
+        "",
+        "Every finding and error rigbook reports has one of these codes. `error` blocks a launch or",
+        "fails the command (exit 2), `warning` does not, `info` only tells. This file is generated",
+        "from `rigbook/codes.py` by `rigbook codes --format md`; a test keeps the two in step.",
+        "",
+        "| code | severity | stage | meaning | remedy |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for c in CODES.values():
+        cells = [f"`{c.code}`", c.severity.value, c.stage, c.meaning, c.remedy]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -34,9 +34,9 @@ def test_validate_rejects_invalid_json_and_missing_files(tmp_path):
     assert missing.returncode == 2 and "E_RECIPE_NOT_FOUND" in missing.stderr
 
 
-def test_recipes_list_shows_five_and_show_prints_the_record_as_loaded(seed_record):
+def test_recipes_list_shows_the_catalog_and_show_prints_the_record_as_loaded(seed_record):
     listed = json.loads(rigbook("recipes", "list", "--json").stdout)
-    assert len(listed) == 5
+    assert len(listed) == 6
     shown = json.loads(rigbook("recipe", "show", "--file", str(SEED_RECORD), "--json").stdout)
     assert shown == seed_record
 
