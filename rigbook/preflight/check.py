@@ -64,7 +64,7 @@ def check_recipe(recipe: Recipe, rig: Rig, *, gpus: list[int] | None = None, por
     live rig (``rig.live``), not to a saved document from another machine.
     """
     ctx = CheckContext(recipe=recipe, rig=rig, gpus=pick_gpus(rig, recipe.gpu_count, gpus), port=port,
-                       models_dir=models_dir, p2p_test=p2p_test)
+                       models_dir=models_dir)
     test = rig.p2p_test
     if p2p_test and rig.live and len(ctx.tp_pairs) > 0:
         test = run_p2p_test(ctx.tp_pairs)

@@ -21,7 +21,6 @@ class CheckContext(BaseModel):
     gpus: list[Gpu]
     port: int | None = None
     models_dir: Path | None = None
-    p2p_test: bool = False
 
     @property
     def indices(self) -> list[int]:
