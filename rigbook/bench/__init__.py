@@ -1,0 +1,1 @@
+"""rigbook bench: an OpenAI streaming client that measures a server the way published numbers were measured."""

@@ -1,0 +1,265 @@
+"""The bench result: what was measured, under which conditions, with a content hash.
+
+A result is the one document other parts of rigbook read (compare, hub): its
+``conditions`` say where and how it was measured, ``cells`` hold every
+(concurrency, mode) measurement with each request, ``perf_points`` restate the
+valid cells in the recipe record's shape, and ``content_hash`` covers the
+canonical JSON of everything else, so an edited file is detected.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rigbook.errors import InputError
+from rigbook.hashing import content_hash
+from rigbook.recipe.schema import PerfPoint
+from rigbook.rig.model import RigSummary
+
+RESULT_SCHEMA_VERSION = 1
+
+TokenSource = Literal["server_continuous", "server_final", "client_fallback"]
+
+
+class Model(BaseModel):
+    """Base of the result models: extra fields are refused so typos do not pass silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Distribution(Model):
+    """Summary of a list of numbers; every field is null when the list is empty."""
+
+    n: int = 0
+    mean: float | None = None
+    min: float | None = None
+    p10: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class RequestRecord(Model):
+    """One request as the client saw it. Times are seconds on the client's monotonic clock,
+    relative to the start of its cell; rates are tokens per second."""
+
+    cell: int = Field(description="Index of the cell this request belongs to.")
+    index: int = Field(description="Order in which the request was sent within its cell.")
+    prompt_index: int
+    warmup: bool = False
+    sent_s: float
+    first_token_s: float | None = Field(default=None, description="First streamed token of any kind (reasoning or content).")
+    first_content_s: float | None = Field(default=None, description="First content token (after any reasoning).")
+    last_token_s: float | None = None
+    done_s: float | None = Field(default=None, description="Stream closed (or was cut at the window edge).")
+    prompt_tokens: int | None = None
+    output_tokens: int = Field(default=0, description="Reasoning plus content tokens, as counted by token_source.")
+    reasoning_tokens: int = 0
+    first_chunk_tokens: int = Field(default=0, description="Tokens the first token-bearing chunk carried.")
+    chunks: int = Field(default=0, description="Token-bearing chunks received.")
+    token_source: TokenSource
+    finish_reason: str | None = None
+    ok: bool
+    error: str | None = Field(default=None, description="Why the request failed: error kind and detail.")
+    cut_at_window: bool = Field(default=False, description="Sustained mode: stream still running at the window's end.")
+    decode_tok_s: float | None = Field(default=None, description="(output_tokens - first_chunk_tokens) / (last_token_s - first_token_s).")
+    itl_ms_mean: float | None = Field(default=None, description="Mean gap between token-bearing chunks, per token.")
+    window_tokens: int | None = Field(default=None, description="Sustained mode: tokens that arrived inside the window.")
+
+
+class ClientLoad(Model):
+    """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
+
+    loop_lag_ms: Distribution = Field(description="How late a 10 ms ticker woke on the client's event loop.")
+    cpu_s: float = Field(description="Process CPU time (user + system) spent during the cell.")
+    wall_s: float
+    cpu_fraction: float = Field(description="cpu_s / wall_s: near 1.0 means the client saturated one core.")
+    cpu_us_per_token: float | None = None
+    client_bound: bool
+    reason: str | None = None
+
+
+class GpuCellTelemetry(Model):
+    """One GPU during one cell. ``power_limit_w`` is that card's enforced limit, never a sum."""
+
+    index: int
+    name: str | None = None
+    power_limit_w: float | None = None
+    samples: int = 0
+    power_draw_w: Distribution = Field(default_factory=Distribution)
+    sm_clock_mhz: Distribution = Field(default_factory=Distribution)
+    mem_clock_mhz: Distribution = Field(default_factory=Distribution)
+    temperature_c: Distribution = Field(default_factory=Distribution)
+    throttle_reasons: list[str] = Field(default_factory=list, description="Every throttle reason seen in any sample.")
+    energy_j: float | None = Field(default=None, description="Energy counter difference across the cell's window.")
+
+
+class CellTelemetry(Model):
+    """Telemetry of one cell: per card and the total over cards, kept apart by name."""
+
+    available: bool
+    reason: str | None = Field(default=None, description="Why telemetry is unavailable.")
+    window_s: float | None = None
+    gpus: list[GpuCellTelemetry] = Field(default_factory=list)
+    power_limit_w_per_gpu: list[float | None] = Field(default_factory=list)
+    power_draw_w_total_mean: float | None = Field(default=None, description="Sum over cards of each card's mean draw.")
+    energy_j_total: float | None = None
+    energy_j_per_token: float | None = None
+    tok_s_per_w: float | None = Field(default=None, description="Aggregate tok/s / power_draw_w_total_mean.")
+
+
+class CellMetrics(Model):
+    """The numbers of one cell, over its completed measured requests."""
+
+    per_request_decode_tok_s: Distribution
+    aggregate_tok_s: float | None = Field(description="Output tokens in the window / window length.")
+    ttft_ms: Distribution = Field(description="Time to the first token of any kind.")
+    ttfct_ms: Distribution = Field(description="Time to the first content token (differs from ttft when there is reasoning).")
+    itl_ms: Distribution = Field(description="Per-request mean inter-token latency.")
+    prefill_tok_s: Distribution = Field(description="Prompt tokens / TTFT, per request.")
+    output_tokens: Distribution
+    concurrency_reached: int = Field(description="Most requests in flight at once.")
+    requests_ok: int
+    requests_failed: int
+    window_s: float | None = None
+    tokens_in_window: int = 0
+
+
+class Cell(Model):
+    """One measurement: a concurrency level in one mode."""
+
+    index: int
+    mode: Literal["burst", "sustained"]
+    concurrency: int
+    requests_planned: int | None = None
+    duration_s: float | None = None
+    token_count_source: TokenSource | None = Field(default=None, description="The weakest source any request in the cell used.")
+    valid: bool
+    invalid_reasons: list[str] = Field(default_factory=list)
+    client_bound: bool = False
+    cut_short: bool = False
+    metrics: CellMetrics
+    client: ClientLoad | None = None
+    telemetry: CellTelemetry
+    requests: list[RequestRecord] = Field(default_factory=list)
+
+
+class ProfileRef(Model):
+    """The profile a run used: its name, version, content hash and the values it applied."""
+
+    name: str
+    version: int
+    content_hash: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+    thinking: bool
+    reply_length_held: bool = Field(description="Replies were asked to run to max_tokens (ignore_eos/min_tokens) and checked.")
+    workload: str
+
+
+class Conditions(Model):
+    """Everything a number needs beside it to be compared or published."""
+
+    url: str
+    model: str
+    engine: str | None = None
+    engine_version: str | None = None
+    recipe_slug: str | None = None
+    recipe_revision: int | None = None
+    rig: RigSummary | None = None
+    rig_unavailable: str | None = Field(default=None, description="Why no rig summary was taken.")
+    profile: ProfileRef
+    mode: Literal["burst", "sustained"]
+    bench_tool: str = "rigbook"
+    rigbook_version: str
+    started_at: str
+    finished_at: str | None = None
+    cut_short: bool = False
+
+
+class GpuRunTelemetry(Model):
+    """One GPU over the whole run."""
+
+    index: int
+    name: str | None = None
+    power_limit_w: float | None = None
+    energy_j: float | None = None
+
+
+class RunTelemetry(Model):
+    """Telemetry over all cells: per card and total."""
+
+    available: bool
+    reason: str | None = None
+    source: str | None = Field(default=None, description="'nvml', or the replay it came from.")
+    gpus: list[GpuRunTelemetry] = Field(default_factory=list)
+    power_limit_w_per_gpu: list[float | None] = Field(default_factory=list)
+    energy_j_total: float | None = None
+
+
+class BenchResult(Model):
+    """A bench run: conditions, cells, perf points, telemetry and the content hash."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    kind: Literal["rigbook.bench.result"] = "rigbook.bench.result"
+    conditions: Conditions
+    cells: list[Cell]
+    perf_points: list[PerfPoint]
+    telemetry: RunTelemetry
+    warnings: list[str] = Field(default_factory=list, description="Codes with their messages, e.g. 'W_CLIENT_BOUND: …'.")
+    journal: str | None = Field(default=None, description="File name of the request journal beside the result.")
+    content_hash: str | None = None
+
+    def hashed_body(self) -> dict:
+        """The JSON the hash is taken over: everything but ``content_hash``."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_none=False)
+        body.pop("content_hash", None)
+        return body
+
+    def with_hash(self) -> BenchResult:
+        """A copy with ``content_hash`` set."""
+        return self.model_copy(update={"content_hash": content_hash(self.hashed_body())})
+
+
+def verify_hash(result: BenchResult) -> bool:
+    """True when ``content_hash`` matches the result's content."""
+    return result.content_hash is not None and result.content_hash == content_hash(result.hashed_body())
+
+
+def save_result(result: BenchResult, path: Path | str) -> Path:
+    """Write the result (hash set) as indented JSON; the file is replaced atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    hashed = result if verify_hash(result) else result.with_hash()
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(hashed.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_result(path: Path | str, *, check_hash: bool = True) -> BenchResult:
+    """Read a result file; a malformed file or a wrong hash raises ``E_RESULT_INVALID``."""
+    path = Path(path).expanduser()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError("E_RESULT_INVALID", f"cannot read {path}: {exc.strerror or exc}",
+                         "Give the path rigbook bench printed.") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError("E_RESULT_INVALID", f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+    try:
+        result = BenchResult.model_validate(raw)
+    except ValidationError as exc:
+        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
+        raise InputError("E_RESULT_INVALID", f"{path} is not a bench result ({exc.error_count()} problems)",
+                         details=details) from exc
+    if check_hash and not verify_hash(result):
+        raise InputError("E_RESULT_INVALID", f"{path}: content_hash does not match the content (edited after the run?)")
+    return result
