@@ -1,0 +1,86 @@
+"""The hub application: ``create_app(db_url)`` migrates the database, loads the catalog and serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rigbook import __version__
+from rigbook.errors import RigbookError
+from rigbook.hub import pages
+from rigbook.hub.api import ApiError, router
+from rigbook.hub.auth import RateLimiter
+from rigbook.hub.db import make_engine, session_factory
+from rigbook.hub.limits import DEFAULT_MAX_BODY, BodyLimit
+from rigbook.hub.migrate import upgrade
+from rigbook.hub.repository import load_catalog
+
+DEFAULT_RATE = (60, 60.0)
+STATUS_OF_CODE = {"E_RECIPE_NOT_FOUND": 404, "E_AUTH": 401, "E_RATE_LIMIT": 429, "E_TOO_LARGE": 413, "E_DB": 503}
+
+
+def _field_lines(exc: RequestValidationError) -> list[str]:
+    """``path: problem; got value`` per error, the path without FastAPI's ``body`` prefix."""
+    lines = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        if loc and loc[0] == "body":
+            loc = loc[1:]
+        got = repr(err.get("input"))
+        lines.append(f"{'.'.join(loc) or '(body)'}: {err.get('msg')}; got {got[:77] + '...' if len(got) > 80 else got}")
+    return lines
+
+
+def _validation_code(request: Request) -> str:
+    if request.method == "POST" and request.url.path.endswith("/results"):
+        return "E_RESULT_REFUSED"
+    if request.method == "POST":
+        return "E_RECIPE_INVALID"
+    return "E_INPUT"
+
+
+def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body: int = DEFAULT_MAX_BODY,
+               rate: tuple[int, float] = DEFAULT_RATE) -> FastAPI:
+    """The hub on ``db_url`` (default: SQLite under RIGBOOK_HOME), migrated and with the built-in catalog loaded."""
+    engine = make_engine(db_url)
+    upgrade(engine)
+    sessions = session_factory(engine)
+    if load_builtin:
+        load_catalog(sessions)
+
+    app = FastAPI(title="rigbook hub", version=__version__,
+                  description="Serving recipes for LLMs on your own GPUs, with claimed and measured numbers.")
+    app.state.engine = engine
+    app.state.sessions = sessions
+    app.state.rate_limiter = RateLimiter(*rate)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return exc.response()
+
+    @app.exception_handler(RigbookError)
+    async def _rigbook_error(_request: Request, exc: RigbookError) -> JSONResponse:
+        return ApiError(STATUS_OF_CODE.get(exc.code, 422), exc.code, exc.message, details=exc.details).response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        lines = _field_lines(exc)
+        return ApiError(422, _validation_code(request), f"{len(lines)} problem(s) in the request", details=lines).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404 and not request.url.path.startswith("/api/"):
+            return pages.not_found(request)
+        code = "E_RECIPE_NOT_FOUND" if exc.status_code == 404 else "E_INPUT"
+        return ApiError(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {})).response()
+
+    app.include_router(router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    return app

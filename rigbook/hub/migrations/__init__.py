@@ -1,0 +1,1 @@
+"""Alembic migrations of the hub database, run programmatically by :func:`rigbook.hub.migrate.upgrade`."""

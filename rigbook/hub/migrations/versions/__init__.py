@@ -1,0 +1,1 @@
+"""Alembic revision scripts (Alembic skips this file)."""

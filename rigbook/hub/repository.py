@@ -1,0 +1,295 @@
+"""Queries and writes of the hub: revisions numbered without gaps or repeats, filters, results.
+
+Every write runs in one transaction that first locks the recipe's row
+(``SELECT … FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already
+serialises writers), reads the latest revision and adds the next one. The
+unique constraint on ``(slug, no)`` backs this up: a transaction that loses a
+race anyway fails on it and is retried from the start.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from rigbook.bench.result import BenchResult
+from rigbook.errors import InputError
+from rigbook.hashing import canonical_json
+from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
+from rigbook.recipe.hash import recipe_hash
+from rigbook.recipe.load import dump_recipe, parse_recipe
+from rigbook.recipe.schema import PerfPoint, Recipe
+
+WRITE_ATTEMPTS = 20
+MAX_DEVICE_COUNT = 1_000_000
+LEADERBOARD_LINK = "/api/v1/leaderboard.json"
+
+T = TypeVar("T")
+
+
+class RecipeFilters(BaseModel):
+    """What ``GET /api/v1/recipes`` and the search page filter on; every field is optional."""
+
+    q: str | None = None
+    model: str | None = None
+    card_family: str | None = None
+    device_count: int | None = None
+    engine: str | None = None
+    tag: str | None = None
+    tier: str | None = None
+
+
+class RevisionInfo(BaseModel):
+    """One entry of a recipe's history."""
+
+    no: int
+    content_hash: str
+    created_at: str
+    notes: str | None = None
+
+
+class ResultAccepted(BaseModel):
+    """What the hub did with a bench result."""
+
+    slug: str
+    revision: int
+    points_added: int
+    content_hash: str
+    duplicate: bool = False
+
+
+def now_text() -> str:
+    """The current UTC time as the record writes times (``YYYY-MM-DD HH:MM:SS.ffffff+00:00``)."""
+    return datetime.now(UTC).isoformat(sep=" ")
+
+
+def clean(text: str | None) -> str:
+    """Text safe for any database column: no NUL, no unpaired surrogates (search columns only)."""
+    return (text or "").encode("utf-8", "replace").decode("utf-8").replace("\x00", "")
+
+
+def links_for(slug: str) -> dict[str, str]:
+    """The record's links, relative to the hub, as the public record has them."""
+    return {"self": f"/api/v1/recipes/{slug}.json", "alternate": f"/r/{slug}", "describedby": "/openapi.json"}
+
+
+def speeds_for(recipe: Recipe) -> dict[str, Any]:
+    """Headline speeds derived from the perf points: single-request decode, best prefill (0 when unknown)."""
+    single = [p.decode_tok_s for p in recipe.perf_points if p.decode_tok_s is not None and p.concurrency in (None, 1)]
+    prefill = [p.prefill_tok_s for p in recipe.perf_points if p.prefill_tok_s is not None]
+    return {"decode_tok_s": max(single) if single else None, "prefill_tok_s": max(prefill) if prefill else 0,
+            "leaderboard": LEADERBOARD_LINK}
+
+
+def storage_problems(recipe: Recipe) -> list[str]:
+    """What the schema allows but the hub cannot store or hash (one line per problem)."""
+    problems = []
+    for i, hw in enumerate(recipe.hardware):
+        if hw.device_count > MAX_DEVICE_COUNT:
+            problems.append(f"hardware.{i}.device_count: at most {MAX_DEVICE_COUNT}; got {hw.device_count}")
+    try:
+        canonical_json(dump_recipe(recipe))
+    except ValueError as exc:  # NaN/Infinity, or an unpaired surrogate in a string
+        problems.append(f"(record): not storable as canonical JSON ({type(exc).__name__}: {exc})")
+    return problems
+
+
+def _row_fields(recipe: Recipe) -> dict[str, Any]:
+    def joined(values: list[str]) -> str:
+        return "|" + "".join(clean(v).lower() + "|" for v in values if v)
+
+    models = [v for m in recipe.models for v in (m.slug, m.name)]
+    cards = [v for h in recipe.hardware for v in (h.card_family, h.card) if v]
+    words = [recipe.slug, recipe.title, recipe.summary or "", *recipe.tags, *models, *cards, recipe.engine or ""]
+    return {
+        "title": clean(recipe.title),
+        "models": joined(models),
+        "card_families": joined(cards),
+        "device_count": recipe.gpu_count,
+        "engine": clean(recipe.engine).lower() or None,
+        "tier": clean(recipe.tier).lower() or None,
+        "tags": joined(recipe.tags),
+        "search_text": clean(" ".join(words)).lower(),
+    }
+
+
+def _write(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
+    """Run ``body`` in a write transaction, retrying when a concurrent writer took the same number."""
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            with factory() as session, session.begin():
+                return body(session)
+        except IntegrityError:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise
+        except OperationalError as exc:  # PostgreSQL serialisation/deadlock, SQLite lock past the timeout
+            if attempt == WRITE_ATTEMPTS - 1 or not _transient(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _transient(exc: OperationalError) -> bool:
+    text = str(exc.orig).lower()
+    return "deadlock" in text or "could not serialize" in text or "database is locked" in text
+
+
+def _locked_row(session: Session, slug: str) -> RecipeRow | None:
+    return session.execute(select(RecipeRow).where(RecipeRow.slug == slug).with_for_update()).scalar_one_or_none()
+
+
+def _latest(session: Session, row: RecipeRow) -> Recipe:
+    rev = session.execute(select(RevisionRow).where(RevisionRow.slug == row.slug, RevisionRow.no == row.latest_no)).scalar_one()
+    return parse_recipe(json.loads(rev.record), row.slug)
+
+
+def _add_revision(session: Session, row: RecipeRow | None, recipe: Recipe, *, notes: str | None,
+                  keep: bool = False) -> dict[str, Any]:
+    """Add the next revision of ``recipe`` (``keep``: a catalog import keeps the record's number and times)."""
+    now = now_text()
+    given = recipe.revision
+    if keep:
+        no = given.no if given else 1
+        created_at = recipe.created_at or now
+        updated_at = recipe.updated_at or now
+        revised_at = (given.created_at if given else None) or updated_at
+    else:
+        no = (row.latest_no + 1) if row else 1
+        created_at = row.created_at if row else now
+        updated_at = revised_at = now
+    record = dump_recipe(recipe)
+    record["revision"] = {"no": no, "commit_sha": given.commit_sha if given else None,
+                          "content_hash": recipe_hash(recipe), "created_at": revised_at,
+                          "notes": notes if notes is not None else (given.notes if given else None)}
+    record["links"] = links_for(recipe.slug)
+    record["updated_at"] = updated_at
+    record["created_at"] = created_at
+    record["speeds"] = speeds_for(recipe)
+    fields = _row_fields(recipe)
+    if row is None:
+        session.add(RecipeRow(slug=recipe.slug, latest_no=no, created_at=created_at, updated_at=updated_at, **fields))
+    else:
+        row.latest_no, row.updated_at = no, updated_at
+        for key, value in fields.items():
+            setattr(row, key, value)
+    session.add(RevisionRow(slug=recipe.slug, no=no, content_hash=record["revision"]["content_hash"],
+                            created_at=revised_at, notes=record["revision"]["notes"],
+                            record=json.dumps(record, ensure_ascii=True)))
+    session.flush()
+    return record
+
+
+def put_recipe(factory: sessionmaker[Session], recipe: Recipe) -> dict[str, Any]:
+    """Store ``recipe`` as a new recipe or as its next revision; returns the record as served."""
+
+    def body(session: Session) -> dict[str, Any]:
+        return _add_revision(session, _locked_row(session, recipe.slug), recipe, notes=None)
+
+    return _write(factory, body)
+
+
+def import_recipe(factory: sessionmaker[Session], recipe: Recipe) -> bool:
+    """Store ``recipe`` as-is (its revision number and times) unless its slug exists; True when stored."""
+
+    def body(session: Session) -> bool:
+        if _locked_row(session, recipe.slug) is not None:
+            return False
+        _add_revision(session, None, recipe, notes=None, keep=True)
+        return True
+
+    return _write(factory, body)
+
+
+def load_catalog(factory: sessionmaker[Session]) -> list[str]:
+    """Import every built-in recipe the hub lacks; returns the slugs imported (none on a second run)."""
+    from rigbook.recipe.catalog import list_recipes
+
+    return [r.slug for r in list_recipes() if import_recipe(factory, r)]
+
+
+def get_record(session: Session, slug: str, no: int | None = None) -> dict[str, Any] | None:
+    """The served record of ``slug`` (its latest revision, or revision ``no``)."""
+    query = select(RevisionRow.record).where(RevisionRow.slug == slug)
+    if no is None:
+        query = query.join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no))
+    else:
+        query = query.where(RevisionRow.no == no)
+    text = session.execute(query).scalar_one_or_none()
+    return json.loads(text) if text is not None else None
+
+
+def list_records(session: Session, filters: RecipeFilters, *, limit: int | None, offset: int = 0
+                 ) -> tuple[int, list[dict[str, Any]]]:
+    """``(total matching, one page of records)``, ordered by slug."""
+    query = select(RecipeRow.slug)
+    if filters.q:
+        for word in clean(filters.q).lower().split():
+            query = query.where(RecipeRow.search_text.contains(word, autoescape=True))
+    for column, value in ((RecipeRow.models, filters.model), (RecipeRow.card_families, filters.card_family),
+                          (RecipeRow.tags, filters.tag)):
+        if value:
+            query = query.where(column.contains(f"|{clean(value).lower()}|", autoescape=True))
+    if filters.engine:
+        query = query.where(RecipeRow.engine == clean(filters.engine).lower())
+    if filters.tier:
+        query = query.where(RecipeRow.tier == clean(filters.tier).lower())
+    if filters.device_count is not None:
+        query = query.where(RecipeRow.device_count == filters.device_count)
+    total = session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
+    page = (select(RevisionRow.record)
+            .join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no))
+            .where(RecipeRow.slug.in_(query)).order_by(RecipeRow.slug).offset(offset).limit(limit))
+    return total, [json.loads(t) for t in session.execute(page).scalars()]
+
+
+def all_records(session: Session) -> list[dict[str, Any]]:
+    """The latest record of every recipe."""
+    return list_records(session, RecipeFilters(), limit=None)[1]
+
+
+def revisions(session: Session, slug: str) -> list[RevisionInfo] | None:
+    """The history of ``slug``, oldest first (None when there is no such recipe)."""
+    rows = session.execute(select(RevisionRow).where(RevisionRow.slug == slug).order_by(RevisionRow.no)).scalars().all()
+    if not rows:
+        return None
+    return [RevisionInfo(no=r.no, content_hash=r.content_hash, created_at=r.created_at, notes=r.notes) for r in rows]
+
+
+def _measured_point(point: PerfPoint, digest: str) -> PerfPoint:
+    """A result's point as the recipe carries it: ``measured``, its result named, no id of another database."""
+    data = point.model_dump(mode="json", exclude_unset=True)
+    data.pop("id", None)
+    data["claimed_by"] = "measured"
+    data["notes"] = f"{point.notes or 'rigbook bench'} (result {digest[:19]})"
+    return PerfPoint.model_validate(data)
+
+
+def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, token_name: str) -> ResultAccepted:
+    """Join a checked result's perf points to ``slug`` as ``measured`` in a new revision (once per result)."""
+    digest = result.content_hash or ""
+
+    def body(session: Session) -> ResultAccepted:
+        row = _locked_row(session, slug)
+        if row is None:
+            raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
+        seen = session.execute(select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
+                               ).scalar_one_or_none()
+        if seen is not None:
+            return ResultAccepted(slug=slug, revision=seen.revision_no, points_added=0, content_hash=digest, duplicate=True)
+        recipe = _latest(session, row)
+        measured = [_measured_point(p, digest) for p in result.perf_points]
+        recipe.perf_points = [*recipe.perf_points, *measured]
+        record = _add_revision(session, row, recipe, notes=f"measured points from bench result {digest}")
+        no = record["revision"]["no"]
+        session.add(ResultRow(slug=slug, content_hash=digest, revision_no=no, token_name=token_name,
+                              created_at=record["updated_at"],
+                              body=json.dumps(result.model_dump(mode="json"), ensure_ascii=True)))
+        return ResultAccepted(slug=slug, revision=no, points_added=len(measured), content_hash=digest)
+
+    return _write(factory, body)
