@@ -1,0 +1,94 @@
+"""HubClient: read recipes from a rigbook hub and publish recipes and bench results to it.
+
+Every failure becomes a coded error with what the hub said: a hub that does
+not answer is E_CONNECT, a refused token E_AUTH, a body too large
+E_TOO_LARGE, a refused recipe or result its code with every reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from rigbook.codes import CODES
+from rigbook.errors import EndpointError, InputError, RigbookError
+from rigbook.recipe.load import parse_recipe
+from rigbook.recipe.schema import Recipe
+
+PAGE = 200
+FALLBACK_CODE = {401: "E_AUTH", 404: "E_RECIPE_NOT_FOUND", 413: "E_TOO_LARGE", 422: "E_RECIPE_INVALID",
+                 429: "E_RATE_LIMIT"}
+
+
+class ResultAccepted(BaseModel):
+    """The hub's answer to a published result."""
+
+    slug: str
+    revision: int
+    points_added: int
+    content_hash: str
+    duplicate: bool = False
+
+
+class HubClient:
+    """A client of one hub at ``base_url`` (``token`` is needed for writes)."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0):
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        url = self.base_url + path
+        try:
+            response = httpx.request(method, url, headers=headers, timeout=self.timeout, **kwargs)
+        except httpx.InvalidURL as exc:
+            raise InputError("E_INPUT", f"not a hub URL: {self.base_url!r} ({exc})") from None
+        except httpx.HTTPError as exc:
+            raise EndpointError("E_CONNECT", f"the hub at {self.base_url} did not answer: {type(exc).__name__}: {exc}",
+                                "Check the --hub URL and that `rigbook hub serve` runs there.") from None
+        if response.status_code >= 400:
+            raise self._error(response)
+        return response
+
+    def _error(self, response: httpx.Response) -> RigbookError:
+        status = response.status_code
+        try:
+            body = response.json().get("error") or {}
+        except (ValueError, AttributeError):
+            body = {}
+        code = body.get("code") if body.get("code") in CODES else FALLBACK_CODE.get(status, "E_HTTP")
+        message = f"the hub answered {status}: {body.get('message') or response.text[:200]}"
+        if status == 429 and response.headers.get("retry-after"):
+            message += f" (Retry-After: {response.headers['retry-after']} s)"
+        details = [str(d) for d in body.get("details") or []]
+        return InputError(code, message, body.get("remedy"), details=details)
+
+    def list_recipes(self, **filters: str | int) -> list[Recipe]:
+        """Every recipe on the hub matching ``filters`` (model, card_family, device_count, engine, tag, tier, q)."""
+        recipes, offset = [], 0
+        while True:
+            page = self._request("GET", "/api/v1/recipes", params={**filters, "limit": PAGE, "offset": offset}).json()
+            recipes += [parse_recipe(item, f"{self.base_url} item {offset + i}") for i, item in enumerate(page["items"])]
+            offset += len(page["items"])
+            if not page["items"] or offset >= page["total"]:
+                return recipes
+
+    def get_recipe(self, slug: str) -> Recipe:
+        """One recipe, its latest revision."""
+        return parse_recipe(self._request("GET", f"/api/v1/recipes/{slug}.json").json(), f"{self.base_url} {slug}")
+
+    def get_record(self, slug: str) -> dict[str, Any]:
+        """One recipe exactly as the hub serves it."""
+        return self._request("GET", f"/api/v1/recipes/{slug}.json").json()
+
+    def publish_recipe(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Add a recipe (or its next revision); returns the record as stored."""
+        return self._request("POST", "/api/v1/recipes", json=record).json()
+
+    def publish_result(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
+        """Add a bench result's perf points to recipe ``slug``."""
+        return ResultAccepted.model_validate(self._request("POST", f"/api/v1/recipes/{slug}/results", json=result).json())
