@@ -1,0 +1,77 @@
+"""Line perf points up and build the Comparison.
+
+Two points line up when their concurrencies are equal and their context lengths are
+equal or one is null (the context-length rule then adds an "unknown" caveat). Every
+pair of arguments is compared, in the order given: A is the earlier argument and each
+ratio is A's figure as a percentage of B's.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from rigbook.compare.derived import derive
+from rigbook.compare.model import Comparison, PairComparison, PointPair, Side, Source
+from rigbook.compare.rules import judge
+from rigbook.compare.sources import load_source
+from rigbook.compare.verdict import aspect_verdicts, summarise
+from rigbook.errors import InputError
+from rigbook.recipe.schema import PerfPoint
+
+
+def _lines_up(a: PerfPoint, b: PerfPoint) -> bool:
+    return a.concurrency == b.concurrency and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
+
+
+def _pct(a: float | None, b: float | None) -> float | None:
+    return 100.0 * a / b if a is not None and b else None
+
+
+def _label(p: PerfPoint) -> str:
+    ctx = f", context {p.context_len}" if p.context_len is not None else ""
+    return f"concurrency {p.concurrency}{ctx}"
+
+
+def pair_points(a_src: Source, a: PerfPoint, b_src: Source, b: PerfPoint) -> PointPair:
+    """One lined-up pair: derived figures, ratios, rule outcomes and verdicts."""
+    side_a = Side(point=a, derived=derive(a, a_src.model))
+    side_b = Side(point=b, derived=derive(b, b_src.model))
+    outcomes = judge(a, a_src.model, b, b_src.model)
+    decode_ratio = _pct(a.decode_tok_s, b.decode_tok_s)
+    return PointPair(
+        concurrency=a.concurrency, context_len=a.context_len if a.context_len is not None else b.context_len,
+        a=side_a, b=side_b, decode_ratio_pct=decode_ratio,
+        per_gpu_ratio_pct=_pct(side_a.derived.decode_tok_s_per_gpu, side_b.derived.decode_tok_s_per_gpu),
+        same=[o.rule for o in outcomes if o.kind == "equal"],
+        verdicts=aspect_verdicts(outcomes, side_a.derived.tok_s_per_w, side_b.derived.tok_s_per_w, decode_ratio),
+    )
+
+
+def compare_pair(a: Source, b: Source) -> PairComparison:
+    """Source A against source B."""
+    pairs = [pair_points(a, pa, b, pb) for pa in a.points for pb in b.points if _lines_up(pa, pb)]
+    pairs.sort(key=lambda p: (p.concurrency, p.context_len or 0))
+    return PairComparison(
+        a=a.name, b=b.name, points=pairs,
+        unmatched_a=[_label(p) for p in a.points if not any(_lines_up(p, q) for q in b.points)],
+        unmatched_b=[_label(q) for q in b.points if not any(_lines_up(p, q) for p in a.points)],
+        verdicts=summarise([p.verdicts for p in pairs]),
+    )
+
+
+def compare_sources(sources: list[Source]) -> Comparison:
+    """Every pair of sources; at least one pair must line up somewhere."""
+    pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
+    if not any(p.points for p in pairs):
+        raise InputError("E_NOT_COMPARABLE", "no perf points line up: none share a concurrency (and context length)",
+                         "Compare results measured at the same concurrency levels; each source's levels are listed.",
+                         details=[f"{s.name}: " + "; ".join(_label(p) for p in s.points) for s in sources])
+    return Comparison(sources=sources, pairs=pairs)
+
+
+def compare_refs(refs: list[str]) -> Comparison:
+    """Resolve each argument (bench result file, recipe file or URL, catalog slug) and compare them all."""
+    if len(refs) < 2:
+        raise InputError("E_INPUT", f"compare needs at least two sources, got {len(refs)}",
+                         "Give two or more bench result files, recipe files or catalog slugs.")
+    return compare_sources([load_source(r) for r in refs])

@@ -1,0 +1,114 @@
+"""The documents `rigbook compare` produces: sources, reasons, verdicts, derived figures, the comparison."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from rigbook.recipe.schema import PerfPoint
+
+Aspect = Literal["throughput", "power_efficiency", "scaling"]
+Severity = Literal["not_comparable", "caveat"]
+VerdictWord = Literal["comparable", "comparable with caveats", "not comparable"]
+
+ASPECT_TITLES: dict[str, str] = {
+    "throughput": "raw throughput ratio",
+    "power_efficiency": "power efficiency (tok/s per W)",
+    "scaling": "retention / scaling",
+}
+
+
+class Source(BaseModel):
+    """One argument of `rigbook compare`, resolved to perf points whose ``conditions`` are filled."""
+
+    ref: str = Field(description="The argument as given.")
+    kind: Literal["bench_result", "recipe"]
+    name: str = Field(description="Recipe slug, or the result file's name.")
+    model: str | None = Field(default=None, description="Model slug or served model id.")
+    content_hash: str | None = Field(default=None, description="A bench result's verified content hash.")
+    points: list[PerfPoint]
+    skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
+
+
+class Reason(BaseModel):
+    """One condition that keeps a ratio from meaning what it seems to."""
+
+    condition: str = Field(description="Rule name, e.g. gpu_count, power_limit_w_per_gpu, energy.")
+    severity: Severity
+    kind: Literal["differs", "unknown_one_side", "unknown_both", "missing", "two_factors", "varied_factor"]
+    a: str | None = None
+    b: str | None = None
+    message: str
+
+
+class AspectVerdict(BaseModel):
+    """What one kind of reading of a pair of numbers is worth."""
+
+    aspect: Aspect
+    title: str
+    verdict: VerdictWord
+    figure_pct: float | None = Field(default=None, description="A's figure as a percentage of B's, where this aspect has one.")
+    reasons: list[Reason] = Field(default_factory=list)
+
+
+class Roofline(BaseModel):
+    """Decode against the memory-bandwidth ceiling: an upper bound on tok/s, and the measured share of it."""
+
+    active_params: int
+    bytes_per_param: float
+    weight_bytes_per_step: float = Field(description="Active params x bytes per param: read once per decode step.")
+    kv_bytes_per_token_read: float = Field(description="KV cache read per generated token per sequence (0 when not known).")
+    bandwidth_gb_s_total: float = Field(description="Per-card bandwidth x GPU count.")
+    ceiling_tok_s: float = Field(description="Upper bound on aggregate decode tok/s at this concurrency.")
+    pct_of_ceiling: float
+    assumptions: list[str] = Field(default_factory=list)
+
+
+class Derived(BaseModel):
+    """Figures computed from one perf point, each only where it is valid."""
+
+    decode_tok_s_per_gpu: float | None = None
+    tok_s_per_w: float | None = Field(default=None, description="1 / measured energy per token; never from a power limit.")
+    tok_s_per_w_unavailable: str | None = None
+    roofline: Roofline | None = None
+    roofline_unavailable: str | None = None
+
+
+class Side(BaseModel):
+    """One side of a lined-up pair: the point and what was derived from it."""
+
+    point: PerfPoint
+    derived: Derived
+
+
+class PointPair(BaseModel):
+    """Two points at the same concurrency (and context length, where both state one), with verdicts."""
+
+    concurrency: int
+    context_len: int | None
+    a: Side
+    b: Side
+    decode_ratio_pct: float | None = Field(default=None, description="A's decode tok/s as a percentage of B's.")
+    per_gpu_ratio_pct: float | None = None
+    same: list[str] = Field(default_factory=list, description="Conditions known on both sides and equal.")
+    verdicts: list[AspectVerdict]
+
+
+class PairComparison(BaseModel):
+    """Source A against source B: every lined-up point and a verdict per aspect over all of them."""
+
+    a: str
+    b: str
+    points: list[PointPair]
+    unmatched_a: list[str] = Field(default_factory=list, description="A's points with no partner in B.")
+    unmatched_b: list[str] = Field(default_factory=list)
+    verdicts: list[AspectVerdict] = Field(description="Per aspect: the worst verdict over the points, every reason once.")
+
+
+class Comparison(BaseModel):
+    """The whole `rigbook compare` answer."""
+
+    kind: Literal["rigbook.compare"] = "rigbook.compare"
+    sources: list[Source]
+    pairs: list[PairComparison]

@@ -1,0 +1,100 @@
+"""Plain-text pieces both renderers share: numbers, figure lines, grouped reasons, why a figure is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rigbook.compare.model import AspectVerdict, PairComparison, PointPair, Side, Source
+
+MARKS = {"not_comparable": "✗", "caveat": "!", "unknown": "?"}
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    """A number for a table cell; '—' when there is none."""
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}%"
+
+
+def source_line(letter: str, source: Source) -> str:
+    """'A  slug (recipe)' with what was left out."""
+    kind = "bench result" if source.kind == "bench_result" else "recipe"
+    text = f"{letter}  {source.name} ({kind}"
+    text += f", hash {source.content_hash[:12]} verified)" if source.content_hash else ")"
+    if source.skipped:
+        text += f"; {len(source.skipped)} point(s) left out: " + "; ".join(source.skipped)
+    return text
+
+
+def ceiling_cell(side: Side) -> str:
+    """'1.2% of ≤56,900' or '—'."""
+    roof = side.derived.roofline
+    return "—" if roof is None else f"{roof.pct_of_ceiling:.1f}% of ≤{roof.ceiling_tok_s:,.0f}"
+
+
+def columns(pair: PairComparison) -> list[tuple[str, Callable[[PointPair], str]]]:
+    """(header, cell) per column; the energy and ceiling columns only when some point has them."""
+    cols: list[tuple[str, Callable[[PointPair], str]]] = [
+        ("conc", lambda p: str(p.concurrency)),
+        ("ctx", lambda p: "—" if p.context_len is None else str(p.context_len)),
+        ("A tok/s", lambda p: num(p.a.point.decode_tok_s)),
+        ("B tok/s", lambda p: num(p.b.point.decode_tok_s)),
+        ("A/B", lambda p: pct(p.decode_ratio_pct)),
+        ("A per GPU", lambda p: num(p.a.derived.decode_tok_s_per_gpu)),
+        ("B per GPU", lambda p: num(p.b.derived.decode_tok_s_per_gpu)),
+    ]
+    if any(s.derived.tok_s_per_w is not None for p in pair.points for s in (p.a, p.b)):
+        cols += [("A tok/s/W", lambda p: num(p.a.derived.tok_s_per_w, 3)), ("B tok/s/W", lambda p: num(p.b.derived.tok_s_per_w, 3))]
+    if any(s.derived.roofline is not None for p in pair.points for s in (p.a, p.b)):
+        cols += [("A of BW ceiling", lambda p: ceiling_cell(p.a)), ("B of BW ceiling", lambda p: ceiling_cell(p.b))]
+    return cols
+
+
+def point_key(p: PointPair) -> str:
+    return f"c{p.concurrency}" + (f"/ctx {p.context_len}" if p.context_len not in (None, 1) else "")
+
+
+def figure_line(pair: PairComparison, aspect: str) -> str | None:
+    """What the aspect's figure is at each point, e.g. 'A is 67.6% (c1), 70.3% (c4) of B'."""
+    parts = []
+    for p in pair.points:
+        v = next((v for v in p.verdicts if v.aspect == aspect), None)
+        if v is not None and v.figure_pct is not None:
+            parts.append(f"{v.figure_pct:.1f}% ({point_key(p)})")
+    if not parts:
+        return None
+    what = "tok/s per W" if aspect == "power_efficiency" else "decode tok/s"
+    return f"A's {what} is " + ", ".join(parts) + " of B's"
+
+
+def reason_lines(verdict: AspectVerdict) -> list[tuple[str, str]]:
+    """(mark, text) per reason; unknowns grouped by side so a long list stays readable."""
+    lines: list[tuple[str, str]] = []
+    unknown: dict[str, list[str]] = {}
+    for r in verdict.reasons:
+        if r.kind == "unknown_both":
+            unknown.setdefault("both sides", []).append(r.message.removesuffix(" unknown on both sides"))
+        elif r.kind == "unknown_one_side":
+            side, other, known = ("A", "B", r.b) if r.a is None else ("B", "A", r.a)
+            label = r.message.split(" unknown on ")[0]
+            unknown.setdefault(side, []).append(f"{label} ({other}: {known})")
+        else:
+            lines.append((MARKS[r.severity], r.message))
+    for where, labels in unknown.items():
+        lines.append((MARKS["unknown"], f"unknown on {where}: " + ", ".join(labels)))
+    return lines
+
+
+def missing_notes(pair: PairComparison) -> list[str]:
+    """Why a derived figure is absent, once per side and reason."""
+    notes: list[str] = []
+    for letter, getter in (("A", lambda p: p.a), ("B", lambda p: p.b)):
+        for p in pair.points:
+            d = getter(p).derived
+            for what, why in (("tok/s per W", d.tok_s_per_w_unavailable), ("bandwidth ceiling", d.roofline_unavailable)):
+                note = f"{letter} {what}: {why}"
+                if why and note not in notes:
+                    notes.append(note)
+    return notes

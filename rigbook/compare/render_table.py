@@ -1,0 +1,41 @@
+"""The terminal form of a Comparison: a rich table per pair, then each aspect's verdict with its reasons."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from rigbook.compare.model import Comparison
+from rigbook.compare.present import columns, figure_line, missing_notes, reason_lines, source_line
+
+COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
+
+
+def render_table(comparison: Comparison, console: Console) -> None:
+    """Print every pair of the comparison."""
+    by_name = {s.name: s for s in comparison.sources}
+    for pair in comparison.pairs:
+        console.print(source_line("A", by_name[pair.a]), highlight=False)
+        console.print(source_line("B", by_name[pair.b]), highlight=False)
+        if not pair.points:
+            console.print("[red]no points line up[/]", highlight=False)
+        else:
+            cols = columns(pair)
+            table = Table(*(header for header, _ in cols))
+            for p in pair.points:
+                table.add_row(*(cell(p) for _, cell in cols))
+            console.print(table)
+        for verdict in pair.verdicts:
+            colour = COLOURS[verdict.verdict]
+            console.print(f"[bold]{verdict.title}[/]: [{colour}]{verdict.verdict}[/]", highlight=False)
+            figure = figure_line(pair, verdict.aspect)
+            if figure:
+                console.print(f"  {figure}", highlight=False)
+            for mark, text in reason_lines(verdict):
+                console.print(f"  {mark} {text}", highlight=False, markup=False)
+        for note in missing_notes(pair):
+            console.print(f"[dim]  {note}[/]", highlight=False)
+        for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b)):
+            if labels:
+                console.print(f"[dim]  {side} points with no partner: {'; '.join(labels)}[/]", highlight=False)
+        console.print()

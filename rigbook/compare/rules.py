@@ -1,0 +1,150 @@
+"""One rule per condition, as data: how to read it from a point, and what a difference costs per aspect.
+
+Three families, by what a difference means:
+
+- WORK: the numbers measure different work (model, prompt kind, context, sampling,
+  reply length, thinking). Not comparable for any aspect.
+- SETUP: the setups differ (card, engine and version, quantisation, KV cache,
+  speculative method). Comparing setups is the point of a raw throughput or
+  efficiency comparison, so a caveat there; a scaling figure needs everything
+  but the varied factor held, so not comparable for scaling.
+- METHOD: the numbers were taken differently (token-count source, bench tool and
+  version, claimed vs measured). A caveat everywhere.
+- FACTOR (GPU count, per-card power): what a scaling figure varies, a caveat for
+  raw throughput, and not comparable for power efficiency unless energy was
+  measured on both sides (then a caveat: tokens per joule compare across setups).
+
+A condition null on one or both sides is never taken as equal: it is a caveat
+("unknown on one side" / "unknown on both sides") for every aspect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from rigbook.compare.model import Aspect, Severity
+from rigbook.preflight.cards import parse_card, primary_variant, variant_label
+from rigbook.recipe.schema import PerfPoint
+
+NC: Severity = "not_comparable"
+CAVEAT: Severity = "caveat"
+WORK: Mapping[Aspect, Severity] = {"throughput": NC, "power_efficiency": NC, "scaling": NC}
+SETUP: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": CAVEAT, "scaling": NC}
+METHOD: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": CAVEAT, "scaling": CAVEAT}
+FACTOR: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": NC, "scaling": CAVEAT}
+
+
+def _norm(text: str | None) -> str | None:
+    """Case-blind, with '.', '_', '-' and spaces alike; a leading 'v' of a version dropped."""
+    if text is None or not str(text).strip():
+        return None
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def _version(text: str | None) -> str | None:
+    key = _norm(text)
+    return key[1:] if key and re.match(r"v\d", key) else key
+
+
+def _card_model(name: str | None) -> str | None:
+    return " ".join(parse_card(name).model) if name else None
+
+
+def _card_variant(name: str | None) -> str | None:
+    return primary_variant(parse_card(name)) if name else None
+
+
+def _measured(claimed_by: str | None) -> str | None:
+    if not claimed_by:
+        return None
+    return "measured" if claimed_by == "measured" else "claimed"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One condition: its name, how to read it, how to show it, and its cost per aspect when the sides differ."""
+
+    name: str
+    label: str
+    value: Callable[[PerfPoint, str | None], Hashable | None]
+    on_differ: Mapping[Aspect, Severity]
+    show: Callable[[PerfPoint, str | None], str] | None = None
+    with_energy: Mapping[Aspect, Severity] = field(default_factory=dict)
+    after: str | None = None  # judged only when this other rule found both sides known and equal
+    factor: bool = False  # a factor a scaling figure may vary
+
+
+def _c(p: PerfPoint):
+    return p.conditions
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("model", "model", lambda p, m: _norm(m), WORK, show=lambda p, m: str(m)),
+    Rule("workload", "workload", lambda p, m: _norm(_c(p).workload), WORK, show=lambda p, m: str(_c(p).workload)),
+    Rule("context_len", "context length", lambda p, m: p.context_len, WORK),
+    Rule("gpu_count", "GPU count", lambda p, m: _c(p).gpu_count, FACTOR, with_energy={"power_efficiency": CAVEAT}, factor=True),
+    Rule("card", "card", lambda p, m: _card_model(_c(p).card), SETUP, show=lambda p, m: str(_c(p).card)),
+    Rule("card_variant", "card variant", lambda p, m: _card_variant(_c(p).card), SETUP, after="card",
+         show=lambda p, m: variant_label(parse_card(_c(p).card or ""))),
+    Rule("power_limit_w_per_gpu", "enforced power per card", lambda p, m: _c(p).power_limit_w_per_gpu, FACTOR,
+         with_energy={"power_efficiency": CAVEAT}, factor=True, show=lambda p, m: f"{_c(p).power_limit_w_per_gpu:g} W"),
+    Rule("engine", "engine", lambda p, m: _norm(_c(p).engine), SETUP, show=lambda p, m: str(_c(p).engine)),
+    Rule("engine_version", "engine version", lambda p, m: _version(_c(p).engine_version), SETUP, after="engine",
+         show=lambda p, m: str(_c(p).engine_version)),
+    Rule("quant", "quantisation", lambda p, m: _norm(_c(p).quant), SETUP, show=lambda p, m: str(_c(p).quant)),
+    Rule("kv_cache_dtype", "KV cache type", lambda p, m: _norm(_c(p).kv_cache_dtype), SETUP,
+         show=lambda p, m: str(_c(p).kv_cache_dtype)),
+    Rule("speculative_method", "speculative method", lambda p, m: _norm(_c(p).speculative_method), SETUP,
+         show=lambda p, m: str(_c(p).speculative_method)),
+    Rule("temperature", "sampling temperature", lambda p, m: _c(p).sampling.temperature if _c(p).sampling else None, WORK),
+    Rule("top_p", "sampling top_p", lambda p, m: _c(p).sampling.top_p if _c(p).sampling else None, WORK),
+    Rule("reply_tokens", "reply length (tokens)", lambda p, m: _c(p).reply_tokens, WORK),
+    Rule("thinking", "thinking", lambda p, m: _c(p).thinking, WORK, show=lambda p, m: "on" if _c(p).thinking else "off"),
+    Rule("token_count_source", "token-count source", lambda p, m: _c(p).token_count_source, METHOD),
+    Rule("bench_tool", "benchmark tool", lambda p, m: _norm(_c(p).bench_tool), METHOD, show=lambda p, m: str(_c(p).bench_tool)),
+    Rule("bench_tool_version", "benchmark tool version", lambda p, m: _version(_c(p).bench_tool_version), METHOD,
+         after="bench_tool", show=lambda p, m: str(_c(p).bench_tool_version)),
+    Rule("claimed_by", "claimed or measured", lambda p, m: _measured(p.claimed_by), METHOD,
+         show=lambda p, m: f"{_measured(p.claimed_by)} ({p.claimed_by})"),
+)
+
+RULES_BY_NAME = {r.name: r for r in RULES}
+
+OutcomeKind = Literal["equal", "differs", "unknown_one_side", "unknown_both"]
+
+
+class Outcome(BaseModel):
+    """What one rule found for one pair of points."""
+
+    rule: str
+    kind: OutcomeKind
+    a: str | None = None
+    b: str | None = None
+
+
+def _shown(rule: Rule, point: PerfPoint, model: str | None, value: Hashable | None) -> str | None:
+    if value is None:
+        return None
+    return rule.show(point, model) if rule.show else str(value)
+
+
+def judge(a: PerfPoint, a_model: str | None, b: PerfPoint, b_model: str | None) -> list[Outcome]:
+    """Every rule's outcome for points ``a`` and ``b`` (rules whose prerequisite did not hold are left out)."""
+    outcomes: dict[str, Outcome] = {}
+    for rule in RULES:
+        if rule.after and outcomes[rule.after].kind != "equal":
+            continue  # e.g. two engines' versions do not compare; the engine outcome already says why
+        va, vb = rule.value(a, a_model), rule.value(b, b_model)
+        if va is None and vb is None:
+            kind: OutcomeKind = "unknown_both"
+        elif va is None or vb is None:
+            kind = "unknown_one_side"
+        else:
+            kind = "equal" if va == vb else "differs"
+        outcomes[rule.name] = Outcome(rule=rule.name, kind=kind, a=_shown(rule, a, a_model, va), b=_shown(rule, b, b_model, vb))
+    return list(outcomes.values())

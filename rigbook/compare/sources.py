@@ -1,0 +1,132 @@
+"""Turn a `rigbook compare` argument into a Source: perf points whose conditions are fully resolved.
+
+A recipe's point takes what its own ``conditions`` say and, for anything left
+null, the recipe-level facts (hardware, engine, model quant, ``rigbook`` block).
+A bench result's point takes its own ``conditions`` and, for anything left null,
+the run's conditions, profile and telemetry. Nothing else is guessed: what no
+source says stays null and the rules count it as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rigbook.bench.result import BenchResult, load_result
+from rigbook.compare.model import Source
+from rigbook.errors import InputError
+from rigbook.recipe.load import resolve_recipe
+from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe, Sampling
+
+BENCH_KIND = "rigbook.bench.result"
+
+
+def _fill(point: PerfPoint, defaults: dict) -> PerfPoint:
+    """The point with every null condition taken from ``defaults`` (non-null values only)."""
+    own = point.conditions.model_dump(exclude_none=True) if point.conditions else {}
+    merged = {k: v for k, v in defaults.items() if v is not None} | own
+    return point.model_copy(update={"conditions": PerfConditions.model_validate(merged)})
+
+
+def _usable(points: list[PerfPoint]) -> tuple[list[PerfPoint], list[str]]:
+    """Points that can be lined up (a concurrency and a number), and a note for each one left out."""
+    kept, skipped = [], []
+    for p in points:
+        label = p.notes or (f"point {p.id}" if p.id is not None else "a point")
+        if p.decode_tok_s is None and p.prefill_tok_s is None and p.ttft_ms is None:
+            skipped.append(f"{label}: no decode, prefill or TTFT number")
+        elif p.concurrency is None:
+            skipped.append(f"{label}: no concurrency, so it cannot be lined up")
+        else:
+            kept.append(p)
+    return kept, skipped
+
+
+def recipe_defaults(recipe: Recipe) -> dict:
+    """The conditions a recipe states once for all its points."""
+    ext = recipe.ext
+    cards = {h.card for h in recipe.hardware}
+    return {
+        "gpu_count": recipe.gpu_count,  # 0 for a recipe with no GPU hardware (the CPU default)
+        "card": cards.pop() if len(cards) == 1 else None,
+        "power_limit_w_per_gpu": ext.power_limit_w_per_gpu,
+        "engine": recipe.engine,
+        "engine_version": ext.engine_version or (recipe.engine_source.base_version if recipe.engine_source else None),
+        "quant": recipe.models[0].quant if len(recipe.models) == 1 else None,
+        "kv_cache_dtype": ext.kv_cache_dtype,
+        "speculative_method": ext.speculative.method if ext.speculative else None,
+    }
+
+
+def source_from_recipe(ref: str, recipe: Recipe) -> Source:
+    """A recipe's perf points with recipe-level conditions filled in."""
+    defaults = recipe_defaults(recipe)
+    kept, skipped = _usable(recipe.perf_points)
+    return Source(ref=ref, kind="recipe", name=recipe.slug, model=recipe.models[0].slug if recipe.models else None,
+                  points=[_fill(p, defaults) for p in kept], skipped=skipped)
+
+
+def _run_defaults(result: BenchResult) -> dict:
+    """The conditions a bench run states once: engine, tool, profile, cards and their limits."""
+    c = result.conditions
+    limits = {w for w in result.telemetry.power_limit_w_per_gpu if w is not None}
+    names = {g.name for g in result.telemetry.gpus if g.name}
+    return {
+        "engine": c.engine,
+        "engine_version": c.engine_version,
+        "bench_tool": c.bench_tool,
+        "bench_tool_version": c.rigbook_version if c.bench_tool == "rigbook" else None,
+        "sampling": Sampling(temperature=c.profile.temperature, top_p=c.profile.top_p).model_dump(exclude_none=True),
+        "reply_tokens": c.profile.max_tokens,
+        "reply_length_held": c.profile.reply_length_held,
+        "thinking": c.profile.thinking,
+        "workload": c.profile.workload,
+        "gpu_count": len(result.telemetry.gpus) if result.telemetry.available and result.telemetry.gpus else None,
+        "card": names.pop() if len(names) == 1 else None,
+        # A single enforced limit shared by every card; mixed limits stay unknown rather than averaged.
+        "power_limit_w_per_gpu": limits.pop() if len(limits) == 1 and None not in result.telemetry.power_limit_w_per_gpu else None,
+    }
+
+
+def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
+    """What the matching valid cell adds: its token-count source and its measured energy per token."""
+    cell = next((c for c in result.cells if c.valid and c.concurrency == point.concurrency
+                 and c.mode == result.conditions.mode), None)
+    if cell is None:
+        return {}
+    return {"token_count_source": cell.token_count_source,
+            "energy_j_per_token": cell.telemetry.energy_j_per_token if cell.telemetry.available else None}
+
+
+def source_from_result(ref: str, result: BenchResult) -> Source:
+    """A bench result's perf points with the run's conditions filled in."""
+    run = _run_defaults(result)
+    kept, skipped = _usable(result.perf_points)
+    points = [_fill(p, run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None}) for p in kept]
+    return Source(ref=ref, kind="bench_result", name=Path(ref).name, model=result.conditions.model,
+                  content_hash=result.content_hash, points=points, skipped=skipped)
+
+
+def _is_bench_result(ref: str) -> bool:
+    """True when ``ref`` is a file holding a bench result (peeked at, so a recipe file goes to the recipe loader)."""
+    path = Path(ref).expanduser()
+    if not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == BENCH_KIND
+
+
+def load_source(ref: str) -> Source:
+    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
+    if _is_bench_result(ref):
+        source = source_from_result(ref, load_result(ref))
+    else:
+        source = source_from_recipe(ref, resolve_recipe(ref))
+    if not source.points:
+        raise InputError("E_INPUT", f"{ref} has no perf point with a concurrency and a number to compare",
+                         "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
+                         details=source.skipped)
+    return source
