@@ -1,0 +1,228 @@
+"""API v1 against SQLite and PostgreSQL: every test here runs on both (the ``db_url`` fixture)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from rigbook.recipe.catalog import list_recipes
+from rigbook.recipe.hash import recipe_hash
+from rigbook.recipe.load import parse_recipe
+from tests.hub.helpers import SMALL_SLUG, make_result, point_conditions
+
+SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
+# What the hub owns in a record it stores: its revision number and time, content hash and timestamps.
+HUB_OWNED = {"revision.no", "revision.content_hash", "revision.created_at", "created_at", "updated_at"}
+
+
+def differing_paths(a, b, prefix="") -> set[str]:
+    """Dotted paths where two JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = set()
+        for key in a.keys() | b.keys():
+            out |= differing_paths(a.get(key, KeyError), b.get(key, KeyError), f"{prefix}{key}.")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return set().union(*(differing_paths(x, y, f"{prefix}{i}.") for i, (x, y) in enumerate(zip(a, b))))
+    return set() if a == b else {prefix.rstrip(".")}
+
+
+def test_fresh_hub_serves_the_builtin_catalog(hub):
+    page = hub.client.get("/api/v1/recipes").json()
+    assert page["total"] == len(list_recipes())
+    assert sorted(r["slug"] for r in page["items"]) == sorted(r.slug for r in list_recipes())
+    for item in page["items"]:
+        assert item["revision"]["content_hash"] == recipe_hash(parse_recipe(item))
+        assert item["links"]["self"] == f"/api/v1/recipes/{item['slug']}.json"
+
+
+def test_seed_record_imported_as_is_is_served_as_the_record(make_hub, seed_record):
+    from rigbook.hub.repository import import_recipe
+
+    hub = make_hub(load_builtin=False)
+    assert import_recipe(hub.app.state.sessions, parse_recipe(seed_record))
+    served = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json")
+    assert served.status_code == 200
+    body = served.json()
+    # links, speeds, perf points, timestamps: all as in the record; only the hash is the hub's own (sha256).
+    assert differing_paths(body, seed_record) == {"revision.content_hash"}
+    assert body["revision"]["content_hash"] == recipe_hash(parse_recipe(seed_record))
+
+
+def test_seed_record_posted_keeps_its_shape(make_hub, seed_record):
+    hub = make_hub(load_builtin=False)
+    posted = hub.client.post("/api/v1/recipes", json=seed_record, headers=hub.auth)
+    assert posted.status_code == 201, posted.text
+    body = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json").json()
+    assert body == posted.json()
+    assert differing_paths(body, seed_record) <= HUB_OWNED
+    assert body["revision"]["no"] == 1
+    assert body["revision"]["content_hash"] == recipe_hash(parse_recipe(seed_record))
+    for key in ("links", "speeds", "perf_points", "performance"):
+        assert body[key] == seed_record[key]
+
+
+def test_filters_and_paging(hub):
+    def slugs(**params):
+        page = hub.client.get("/api/v1/recipes", params=params).json()
+        assert page["total"] == len(page["items"])
+        return {r["slug"] for r in page["items"]}
+
+    catalog = list_recipes()
+    assert slugs(model="glm-5-3-flash") == {r.slug for r in catalog if r.models[0].slug == "glm-5-3-flash"}
+    assert slugs(card_family="h200") == {SMALL_SLUG}
+    assert slugs(device_count=4) == {r.slug for r in catalog if r.gpu_count == 4}
+    assert slugs(engine="tensorfold") == {r.slug for r in catalog if r.engine == "tensorfold"}
+    assert slugs(tag="mtp3") == {SEED_SLUG}
+    assert slugs(tier="builtin") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"}
+    assert slugs(model="glm-5-3-flash", device_count=2, tag="fp8-kv") == {
+        SEED_SLUG, "glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"}
+    assert slugs(q="smollm2 cpu") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"}
+    assert slugs(tag="100%") == set()
+    seen, url = [], "/api/v1/recipes?limit=2"
+    while url:
+        page = hub.client.get(url).json()
+        assert page["total"] == len(catalog) and len(page["items"]) <= 2
+        seen += [r["slug"] for r in page["items"]]
+        url = page["next"]
+    assert seen == sorted(r.slug for r in catalog)
+    bad = hub.client.get("/api/v1/recipes", params={"limit": 0, "device_count": "two"})
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "E_INPUT"
+    assert {line.split(":")[0] for line in bad.json()["error"]["details"]} == {"query.limit", "query.device_count"}
+
+
+def test_posting_again_adds_the_next_revision(hub, seed_record):
+    first = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json").json()
+    changed = copy.deepcopy(seed_record)
+    changed["title"] += " (retuned)"
+    second = hub.client.post("/api/v1/recipes", json=changed, headers=hub.auth).json()
+    third = hub.client.post("/api/v1/recipes", json=changed | {"summary": "shorter"}, headers=hub.auth).json()
+    assert [second["revision"]["no"], third["revision"]["no"]] == [first["revision"]["no"] + 1, first["revision"]["no"] + 2]
+    assert third["revision"]["content_hash"] == recipe_hash(parse_recipe(changed | {"summary": "shorter"}))
+    assert third["created_at"] == first["created_at"] and third["updated_at"] >= second["updated_at"]
+    history = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}/revisions").json()["revisions"]
+    assert [r["no"] for r in history] == [2, 3, 4]
+    assert history[-1]["content_hash"] == third["revision"]["content_hash"]
+    assert hub.client.get("/api/v1/recipes/nope/revisions").status_code == 404
+
+
+def test_every_write_needs_a_known_token(hub, seed_record):
+    for headers in ({}, {"Authorization": "Bearer rbk_not-a-token"}, {"Authorization": "Basic abc"}):
+        for path, body in (("/api/v1/recipes", seed_record),
+                           (f"/api/v1/recipes/{SMALL_SLUG}/results", make_result().model_dump(mode="json"))):
+            answer = hub.client.post(path, json=body, headers=headers)
+            assert answer.status_code == 401 and answer.json()["error"]["code"] == "E_AUTH"
+    assert hub.client.get(f"/api/v1/recipes/{SEED_SLUG}/revisions").json()["revisions"][-1]["no"] == 2
+
+
+def test_invalid_recipe_is_422_with_field_paths(hub):
+    answer = hub.client.post("/api/v1/recipes", json={"slug": "Not A Slug", "config": {"launch": "docker run"},
+                                                      "hardware": [{"slug": "x", "vendor": "v", "card": "c", "device_count": -1}]},
+                             headers=hub.auth)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "E_RECIPE_INVALID"
+    paths = {line.split(":")[0] for line in error["details"]}
+    assert {"slug", "title", "config.launch", "hardware.0.device_count"} <= paths
+    nan = hub.client.post("/api/v1/recipes", content=b'{"slug": "a", "title": "t", "config": {"launch": []}, '
+                          b'"perf_points": [{"decode_tok_s": NaN}]}', headers=hub.auth | {"content-type": "application/json"})
+    assert nan.status_code == 422
+
+
+def test_result_adds_measured_points_to_recipe_page_and_leaderboard(hub):
+    result = make_result()
+    answer = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=result.model_dump(mode="json"), headers=hub.auth)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["points_added"] == 2
+    record = hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()
+    measured = [p for p in record["perf_points"] if p["claimed_by"] == "measured"]
+    assert [p["decode_tok_s"] for p in measured] == [321.5, 900.25]
+    assert measured[0]["conditions"]["power_limit_w_per_gpu"] == 700.0
+    assert record["revision"]["no"] == answer.json()["revision"] == 2
+    assert record["revision"]["content_hash"] == recipe_hash(parse_recipe(record))
+    assert record["speeds"]["decode_tok_s"] == 321.5
+
+    board = hub.client.get("/api/v1/leaderboard.json").json()
+    group = next(g for g in board["groups"] if g["model"] == "smollm2-135m-instruct" and g["device_count"] == 1)
+    row4 = next(r for r in group["rows"] if r["concurrency"] == 4)
+    assert row4["claimed"] == [] and row4["measured"][0]["decode_tok_s"] == 900.25
+    assert row4["measured"][0]["conditions"]["card"] == "NVIDIA H200"
+    glm = next(g for g in board["groups"] if g["model"] == "glm-5-3-flash" and g["device_count"] == 2)
+    assert all(r["measured"] == [] and r["claimed"] for r in glm["rows"])
+
+    page = hub.client.get(f"/r/{SMALL_SLUG}").text
+    assert "900.25" in page and "<svg" in page and "power_limit_w_per_gpu=700.0" in page
+    assert "900.25" in hub.client.get("/leaderboard").text
+
+    again = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=result.model_dump(mode="json"), headers=hub.auth)
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()["revision"]["no"] == 2
+
+
+def test_result_with_missing_conditions_or_bad_hash_is_refused_with_every_reason(hub):
+    incomplete = make_result(conditions=point_conditions(power_limit_w_per_gpu=None, quant=None, sampling=None,
+                                                         token_count_source=None), power=None)
+    body = incomplete.model_dump(mode="json")
+    body["perf_points"][0]["decode_tok_s"] = 9999.0  # edited after hashing
+    answer = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=body, headers=hub.auth)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "E_RESULT_REFUSED"
+    text = "\n".join(error["details"])
+    for reason in ("content_hash", "conditions.rig.gpus.0.power_enforced_limit_w", "perf_points.0.conditions.quant",
+                   "perf_points.1.conditions.power_limit_w_per_gpu", "perf_points.0.conditions.sampling",
+                   "perf_points.0.conditions.token_count_source"):
+        assert reason in text
+    other = make_result("glm-5-3-flash-on-4x-rtx-pro-6000-blackwell-tensorfold-250w")
+    wrong = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=other.model_dump(mode="json"), headers=hub.auth)
+    assert wrong.status_code == 422 and "conditions.recipe_slug" in wrong.text
+    shapeless = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json={"conditions": {}}, headers=hub.auth)
+    assert shapeless.status_code == 422 and shapeless.json()["error"]["code"] == "E_RESULT_REFUSED"
+    assert "conditions.url" in "\n".join(shapeless.json()["error"]["details"])
+    missing = hub.client.post("/api/v1/recipes/nope/results", json=make_result("nope").model_dump(mode="json"), headers=hub.auth)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "E_RECIPE_NOT_FOUND"
+    assert hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()["revision"].get("no") == 1
+
+
+def test_rate_limit_per_token(make_hub, seed_record):
+    hub = make_hub(rate=(2, 60.0))
+    codes = [hub.client.post("/api/v1/recipes", json=seed_record, headers=hub.auth).status_code for _ in range(3)]
+    assert codes == [201, 201, 429]
+    refused = hub.client.post("/api/v1/recipes", json=seed_record, headers=hub.auth)
+    assert refused.json()["error"]["code"] == "E_RATE_LIMIT" and 1 <= int(refused.headers["retry-after"]) <= 60
+
+
+def test_body_size_limit_counts_the_stream(make_hub, seed_record):
+    hub = make_hub(max_body=4096)
+    big = json.dumps(seed_record | {"summary": "x" * 5000}).encode()
+    declared = hub.client.post("/api/v1/recipes", content=big, headers=hub.auth | {"content-type": "application/json"})
+    assert declared.status_code == 413 and declared.json()["error"]["code"] == "E_TOO_LARGE"
+
+    def chunks():  # no Content-Length: sent chunked, counted as it arrives
+        for i in range(0, len(big), 1000):
+            yield big[i:i + 1000]
+
+    streamed = hub.client.post("/api/v1/recipes", content=chunks(), headers=hub.auth | {"content-type": "application/json"})
+    assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "E_TOO_LARGE"
+    small = {k: seed_record[k] for k in ("slug", "title", "config")}
+    assert hub.client.post("/api/v1/recipes", json=small, headers=hub.auth).status_code == 201
+
+
+def test_user_text_is_escaped_on_pages(hub, seed_record):
+    evil = seed_record | {"slug": "evil", "title": "<script>alert(1)</script>", "summary": "<img src=x onerror=alert(2)>",
+                          "tags": ["<b>tag</b>"]}
+    evil["perf_points"] = [dict(p, notes="<script>n()</script>") for p in seed_record["perf_points"]]
+    assert hub.client.post("/api/v1/recipes", json=evil, headers=hub.auth).status_code == 201
+    for path in ("/r/evil", "/", "/?q=%3Cscript%3E", "/leaderboard"):
+        html = hub.client.get(path).text
+        assert "<script>" not in html and "<img src=x" not in html
+    page = hub.client.get("/r/evil").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;script&gt;n()&lt;/script&gt;" in page
+
+
+def test_openapi_and_pages_exist(hub):
+    spec = hub.client.get("/openapi.json").json()
+    assert {"/api/v1/recipes", "/api/v1/recipes/{slug}.json", "/api/v1/recipes/{slug}/revisions",
+            "/api/v1/recipes/{slug}/results", "/api/v1/leaderboard.json"} <= set(spec["paths"])
+    assert hub.client.get("/r/nope").status_code == 404
+    assert hub.client.get("/api/v1/recipes/nope.json").json()["error"]["code"] == "E_RECIPE_NOT_FOUND"
