@@ -22,7 +22,7 @@ def source_line(letter: str, source: Source) -> str:
     """'A  slug (recipe)' with what was left out."""
     kind = "bench result" if source.kind == "bench_result" else "recipe"
     text = f"{letter}  {source.name} ({kind}"
-    text += f", hash {source.content_hash[:12]} verified)" if source.content_hash else ")"
+    text += f", hash {source.content_hash.removeprefix('sha256:')[:12]} verified)" if source.content_hash else ")"
     if source.skipped:
         text += f"; {len(source.skipped)} point(s) left out: " + "; ".join(source.skipped)
     return text

@@ -1,0 +1,87 @@
+"""Results produced by `rigbook bench` (built through its result model and saved as it saves them)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbook.cli.app import app
+from rigbook.compare import compare_refs
+from rigbook.compare.sources import load_source
+from tests.compare.bench_results import write_result
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def with_energy(tmp_path):
+    return write_result(tmp_path / "with-energy.json", energy={1: 0.9, 4: 0.35})
+
+
+@pytest.fixture
+def without_energy(tmp_path):
+    return write_result(tmp_path / "without-energy.json", energy=None, rates={1: 500.0, 4: 1400.0})
+
+
+def test_a_result_with_measured_energy_gets_tok_s_per_w_and_one_without_does_not(with_energy, without_energy):
+    pair = compare_refs([str(with_energy), str(without_energy)]).pairs[0]
+    c1 = pair.points[0]
+    assert c1.a.derived.tok_s_per_w == pytest.approx(1 / 0.9)
+    assert c1.b.derived.tok_s_per_w is None
+    assert "cap, not a draw" in c1.b.derived.tok_s_per_w_unavailable
+    efficiency = next(v for v in pair.verdicts if v.aspect == "power_efficiency")
+    assert efficiency.verdict == "not comparable"
+    assert any(r.message.startswith("no measured energy on B") for r in efficiency.reasons)
+    # Same model, rig, engine and profile: the raw throughput ratio is like for like.
+    throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
+    assert throughput.verdict == "comparable with caveats"
+    assert {r.kind for r in throughput.reasons} == {"unknown_both"}  # only the context length is unstated
+    assert round(c1.decode_ratio_pct, 1) == 104.0
+
+
+def test_two_results_with_energy_compare_for_efficiency(tmp_path, with_energy):
+    other = write_result(tmp_path / "other.json", energy={1: 1.2, 4: 0.5})
+    pair = compare_refs([str(with_energy), str(other)]).pairs[0]
+    efficiency = [next(v for v in p.verdicts if v.aspect == "power_efficiency") for p in pair.points]
+    assert [round(v.figure_pct, 1) for v in efficiency] == [133.3, 142.9]
+    assert all(v.verdict != "not comparable" for v in efficiency)
+
+
+def test_the_bandwidth_ceiling_of_a_known_model(with_energy):
+    roof = compare_refs([str(with_energy), str(with_energy)]).pairs[0].points[0].a.derived.roofline
+    assert roof is not None and roof.bandwidth_gb_s_total == 4800
+    assert 0 < roof.pct_of_ceiling < 100
+
+
+def test_run_level_conditions_fill_what_points_leave_null(tmp_path):
+    path = write_result(tmp_path / "sparse.json", energy={1: 0.8, 4: 0.3}, full_point_conditions=False)
+    c = load_source(str(path)).points[0].conditions
+    assert (c.engine, c.bench_tool, c.bench_tool_version, c.reply_tokens, c.thinking, c.workload) == \
+        ("llama.cpp", "rigbook", "0.1.0", 400, False, "prose")
+    assert (c.sampling.temperature, c.sampling.top_p) == (0.0, 1.0)
+    assert (c.token_count_source, c.energy_j_per_token) == ("server_continuous", 0.8)
+
+
+def test_cli_shows_the_energy_column_and_why_one_side_has_none(with_energy, without_energy):
+    out = runner.invoke(app, ["compare", str(with_energy), str(without_energy)], env={"COLUMNS": "220"})
+    assert out.exit_code == 0, out.output
+    assert "A tok/s/W" in out.output and "1.111" in out.output
+    assert "B tok/s per W: no measured energy (a power limit is a cap, not a draw)" in out.output
+    assert "hash" in out.output and "verified" in out.output
+
+
+def test_an_edited_result_is_refused(with_energy, without_energy):
+    doc = json.loads(with_energy.read_text())
+    doc["perf_points"][0]["decode_tok_s"] = 9999.0
+    with_energy.write_text(json.dumps(doc))
+    out = runner.invoke(app, ["compare", str(with_energy), str(without_energy)])
+    assert out.exit_code == 2
+    assert "error[E_RESULT_INVALID]" in out.output and "Traceback" not in out.output
+
+
+def test_a_result_against_a_recipe_with_no_numbers_says_so(with_energy):
+    out = runner.invoke(app, ["compare", str(with_energy), "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"])
+    assert out.exit_code == 2
+    assert "error[E_INPUT]" in out.output and "rigbook bench" in out.output

@@ -1,0 +1,44 @@
+"""`rigbook compare` on the command line: formats, several sources, bad input."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from rigbook.cli.app import app
+from tests.compare.test_seed_cases import GUIDE_2GPU, GUIDE_4GPU, SEED_TP2, SEED_TP4
+from tests.conftest import SEED_RECORD
+
+runner = CliRunner()
+
+
+def test_three_sources_give_every_pair():
+    out = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4, GUIDE_2GPU, "--json"])
+    assert out.exit_code == 0, out.output
+    pairs = json.loads(out.output)["pairs"]
+    assert [(p["a"], p["b"]) for p in pairs] == [(SEED_TP2, SEED_TP4), (SEED_TP2, GUIDE_2GPU), (SEED_TP4, GUIDE_2GPU)]
+    # The seed's points state context 1, the guide's none: they line up, with the unknown as a caveat.
+    mixed = pairs[1]
+    assert [p["concurrency"] for p in mixed["points"]] == [1, 4]
+    assert mixed["unmatched_a"] == ["concurrency 8, context 1"]
+
+
+def test_bad_format_and_too_few_sources():
+    out = runner.invoke(app, ["compare", GUIDE_2GPU, GUIDE_4GPU, "--format", "html"])
+    assert out.exit_code == 2 and "error[E_INPUT]" in out.output
+    out = runner.invoke(app, ["compare", GUIDE_2GPU])
+    assert out.exit_code == 2 and "at least two sources" in out.output
+    out = runner.invoke(app, ["compare", GUIDE_2GPU, "no-such-recipe", "--json"])
+    assert out.exit_code == 2 and json.loads(out.output)["error"]["code"] == "E_RECIPE_NOT_FOUND"
+
+
+def test_nothing_lines_up(tmp_path):
+    record = json.loads(SEED_RECORD.read_text())
+    for p in record["perf_points"]:
+        p["concurrency"] = 16 if p["concurrency"] else None
+    path = tmp_path / "c16.json"
+    path.write_text(json.dumps(record))
+    out = runner.invoke(app, ["compare", str(path), SEED_TP4])
+    assert out.exit_code == 2
+    assert "error[E_NOT_COMPARABLE]" in out.output and "concurrency 16" in out.output
