@@ -10,6 +10,7 @@ race anyway fails on it and is retried from the start.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -30,6 +31,8 @@ from rigbook.recipe.schema import PerfPoint, Recipe
 WRITE_ATTEMPTS = 20
 MAX_DEVICE_COUNT = 1_000_000
 LEADERBOARD_LINK = "/api/v1/leaderboard.json"
+# The Recipe schema's slug rule: anything else cannot be stored, so it is not looked up (NUL would upset PostgreSQL).
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,199}")
 
 T = TypeVar("T")
 
@@ -215,6 +218,8 @@ def load_catalog(factory: sessionmaker[Session]) -> list[str]:
 
 def get_record(session: Session, slug: str, no: int | None = None) -> dict[str, Any] | None:
     """The served record of ``slug`` (its latest revision, or revision ``no``)."""
+    if not SLUG_RE.fullmatch(slug):
+        return None
     query = select(RevisionRow.record).where(RevisionRow.slug == slug)
     if no is None:
         query = query.join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no))
@@ -255,6 +260,8 @@ def all_records(session: Session) -> list[dict[str, Any]]:
 
 def revisions(session: Session, slug: str) -> list[RevisionInfo] | None:
     """The history of ``slug``, oldest first (None when there is no such recipe)."""
+    if not SLUG_RE.fullmatch(slug):
+        return None
     rows = session.execute(select(RevisionRow).where(RevisionRow.slug == slug).order_by(RevisionRow.no)).scalars().all()
     if not rows:
         return None
@@ -275,7 +282,7 @@ def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, t
     digest = result.content_hash or ""
 
     def body(session: Session) -> ResultAccepted:
-        row = _locked_row(session, slug)
+        row = _locked_row(session, slug) if SLUG_RE.fullmatch(slug) else None
         if row is None:
             raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
         seen = session.execute(select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
