@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 
@@ -31,24 +32,24 @@ def card_table() -> tuple[CardSpec, ...]:
     return tuple(CardSpec.model_validate(c) for c in raw["cards"])
 
 
-def candidates(card_name: str, memory_gb: float | None = None) -> list[CardSpec]:
+def candidates(card_name: str) -> list[CardSpec]:
     """The table entries a card name can be: same model tokens, same variant when the name states one,
-    same memory size when it is given and tells entries apart."""
+    same memory size when the name states one ('A100-SXM4-80GB') and it tells entries apart."""
     parsed = parse_card(card_name)
     variant = primary_variant(parsed)
     found = [c for c in card_table() if tuple(c.model) == parsed.model and (variant is None or c.variant == variant)]
-    if memory_gb is not None and len({c.memory_gb for c in found}) > 1:
-        # NVML reports a little less than the marketed size (e.g. 79.6 GiB for an 80 GB card).
-        found = [c for c in found if abs(c.memory_gb - memory_gb) / c.memory_gb < 0.15] or found
+    memory = re.search(r"(\d+)\s*gb", card_name.lower())
+    if memory and len({c.memory_gb for c in found}) > 1:
+        found = [c for c in found if c.memory_gb == float(memory.group(1))] or found
     return found
 
 
-def bandwidth_gb_s(card_name: str, memory_gb: float | None = None) -> tuple[float | None, str]:
+def bandwidth_gb_s(card_name: str) -> tuple[float | None, str]:
     """Per-card memory bandwidth for a name, and how it was found (or why not).
 
     An unspecified variant still has a bandwidth when every variant it could be agrees
     (the RTX PRO 6000 Workstation and Max-Q both have 1792 GB/s)."""
-    found = candidates(card_name, memory_gb)
+    found = candidates(card_name)
     if not found:
         return None, f"card {card_name!r} is not in the bandwidth table"
     values = {c.bandwidth_gb_s for c in found}

@@ -42,3 +42,15 @@ def test_nothing_lines_up(tmp_path):
     out = runner.invoke(app, ["compare", str(path), SEED_TP4])
     assert out.exit_code == 2
     assert "error[E_NOT_COMPARABLE]" in out.output and "concurrency 16" in out.output
+
+
+def test_docs_state_every_rule_and_table():
+    from pathlib import Path
+
+    from rigbook.compare.rules import RULES
+
+    doc = (Path(__file__).parents[2] / "docs" / "compare.md").read_text()
+    for rule in RULES:
+        assert f"`{rule.name}`" in doc, rule.name
+    for name in ("hardware.json", "models.json", "quants.json", "`energy`", "`factors`", "E_NOT_COMPARABLE"):
+        assert name in doc

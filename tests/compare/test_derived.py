@@ -59,8 +59,9 @@ def test_card_table_lookup_and_sources():
     assert bandwidth_gb_s("RTX PRO 6000 Blackwell")[0] == 1792  # both variants agree
     assert bandwidth_gb_s("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition")[0] == 1792
     assert bandwidth_gb_s("NVIDIA GeForce RTX 4090")[0] == 1008
-    assert bandwidth_gb_s("NVIDIA A100-SXM4-80GB")[0] is None  # 40 GB and 80 GB SXM differ
-    assert bandwidth_gb_s("NVIDIA A100-SXM4-80GB", memory_gb=79.6)[0] == 2039
+    assert bandwidth_gb_s("NVIDIA A100 SXM")[0] is None  # 40 GB and 80 GB SXM differ
+    assert bandwidth_gb_s("NVIDIA A100-SXM4-80GB")[0] == 2039
+    assert bandwidth_gb_s("NVIDIA A100-PCIE-40GB")[0] == 1555
     envelopes = {c.id: c.power_envelope_w for c in card_table()}
     assert envelopes["rtx-pro-6000-blackwell-maxq"] == 300 and envelopes["rtx-pro-6000-blackwell-workstation"] == 600
     assert all(c.source.startswith("https://www.nvidia.com/") for c in card_table())
