@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare(
-        refs: list[str] = typer.Argument(..., metavar="A B [C ...]", help="Bench result files, recipe files or URLs, catalog slugs."),
+        refs: list[str] = typer.Argument(..., metavar="SOURCE", help="Two or more: bench result files, recipe files or URLs, catalog slugs (A B [C ...])."),
         as_json: bool = JsonOption,
         fmt: str = typer.Option("table", "--format", help="table (terminal) or md (Markdown)."),
     ) -> None:
