@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from rigbook.hub.leaderboard import effective_conditions, is_measured
+from rigbook.hub.leaderboard import condition_pairs, effective_conditions, is_measured
 from rigbook.recipe.schema import Recipe
 
 WIDTH, HEIGHT = 640, 320
@@ -63,7 +63,7 @@ def perf_chart(recipe: Recipe) -> str:
         path = " ".join(f"{x(c):.1f},{y(v):.1f}" for c, v in sorted(best.items()))
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         for p in series:
-            cond = ", ".join(f"{k}={v}" for k, v in effective_conditions(recipe, p).items())
+            cond = ", ".join(f"{k}={v}" for k, v in condition_pairs(effective_conditions(recipe, p)))
             tip = escape(f"{'measured' if measured else 'claimed'}: {p.decode_tok_s:g} tok/s at c={p.concurrency}; {cond}")
             cx, cy = x(p.concurrency), y(p.decode_tok_s)
             shape = (f'<rect x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" fill="{colour}">' if measured

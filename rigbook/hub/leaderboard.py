@@ -72,6 +72,17 @@ def effective_conditions(recipe: Recipe, point: PerfPoint) -> dict[str, Any]:
     return {k: v for k, v in base.items() if v is not None}
 
 
+def condition_pairs(conditions: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Conditions as flat ``(name, value)`` pairs for display (``sampling.temperature`` …)."""
+    pairs = []
+    for key, value in conditions.items():
+        if isinstance(value, dict):
+            pairs += [(f"{key}.{k}", v) for k, v in value.items()]
+        else:
+            pairs.append((key, value))
+    return pairs
+
+
 def hardware_label(recipe: Recipe) -> tuple[str, str, int]:
     """``(label, card, device count)``, e.g. ``("2x RTX PRO 6000 Blackwell Max-Q", …, 2)``; CPU when none."""
     if not recipe.hardware:
