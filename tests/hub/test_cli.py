@@ -1,0 +1,153 @@
+"""`rigbook hub …`, `rigbook publish` and `rigbook recipes --hub` against a real uvicorn hub on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from rigbook.cli.app import app as cli
+from rigbook.hub.app import create_app
+from rigbook.hub.auth import create_token
+from rigbook.recipe.catalog import list_recipes
+from tests.conftest import free_port
+from tests.hub.helpers import SMALL_SLUG, live_hub, make_result, point_conditions
+
+
+def rigbook(*args: str):
+    done = CliRunner().invoke(cli, list(args), env={"COLUMNS": "200"})
+    assert "Traceback" not in done.stderr
+    return done
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A hub on uvicorn with a token: ``(url, token)``."""
+    app = create_app(f"sqlite:///{tmp_path / 'hub.sqlite3'}")
+    token = create_token(app.state.sessions, "cli")
+    with live_hub(app) as url:
+        yield url, token
+    app.state.engine.dispose()
+
+
+def test_serve_on_a_fresh_home_serves_the_builtin_catalog(tmp_path):
+    port = free_port()
+    env = os.environ | {"RIGBOOK_HOME": str(tmp_path / "fresh-home")}
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode()
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/api/v1/recipes", timeout=2).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "hub serve did not answer in 60 s"
+                time.sleep(0.2)
+        assert page["total"] == len(list_recipes())
+        assert (tmp_path / "fresh-home" / "hub.sqlite3").is_file()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_init_is_idempotent_and_tokens_are_stored_hashed(tmp_path):
+    db = f"sqlite:///{tmp_path / 'hub.sqlite3'}"
+    first = rigbook("hub", "init", "--db", db, "--json")
+    assert first.exit_code == 0 and len(json.loads(first.stdout)["loaded"]) == len(list_recipes())
+    assert json.loads(rigbook("hub", "init", "--db", db, "--json").stdout)["loaded"] == []
+    made = rigbook("hub", "token", "create", "alice", "--db", db, "--json")
+    token = json.loads(made.stdout)["token"]
+    assert token.startswith("rbk_") and token.encode() not in (tmp_path / "hub.sqlite3").read_bytes()
+    again = rigbook("hub", "token", "create", "alice", "--db", db)
+    assert again.exit_code == 2 and "error[E_INPUT]" in again.stderr
+    bad = rigbook("hub", "init", "--db", "nosuchdialect://x")
+    assert bad.exit_code == 2 and "error[E_DB]" in bad.stderr
+
+
+def test_recipes_commands_read_the_hub(served):
+    url, _ = served
+    listed = rigbook("recipes", "list", "--hub", url, "--json")
+    assert listed.exit_code == 0, listed.stderr
+    assert sorted(r["slug"] for r in json.loads(listed.stdout)) == sorted(r.slug for r in list_recipes())
+    found = json.loads(rigbook("recipes", "search", "h200", "--hub", url, "--json").stdout)
+    assert [r["slug"] for r in found] == [SMALL_SLUG]
+    shown = json.loads(rigbook("recipes", "show", SMALL_SLUG, "--hub", url, "--json").stdout)
+    assert shown["links"]["self"] == f"/api/v1/recipes/{SMALL_SLUG}.json"
+
+
+def test_publish_recipe_and_result(served, tmp_path, seed_record):
+    url, token = served
+    recipe_file = tmp_path / "recipe.json"
+    recipe_file.write_text(json.dumps(seed_record | {"slug": "my-rig", "title": "my rig"}))
+    done = rigbook("publish", str(recipe_file), "--hub", url, "--token", token, "--json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout) | {"url": ""} == {"kind": "recipe", "slug": "my-rig", "revision": 1, "points_added": None,
+                                                     "duplicate": False, "url": ""}
+
+    from rigbook.bench.result import save_result
+
+    result_file = save_result(make_result(), tmp_path / "result.json")
+    done = rigbook("publish", str(result_file), "--hub", url, "--token", token)
+    assert done.exit_code == 0, done.stderr
+    assert "published 2 measured point(s)" in done.stdout and f"/r/{SMALL_SLUG}" in done.stdout
+    page = httpx.get(f"{url}/r/{SMALL_SLUG}").text
+    assert "900.25" in page
+    assert "900.25" in httpx.get(f"{url}/leaderboard").text
+
+    orphan = save_result(make_result(None, decode=(11.0,)), tmp_path / "orphan.json")
+    refused = rigbook("publish", str(orphan), "--hub", url, "--token", token)
+    assert refused.exit_code == 2 and "error[E_INPUT]" in refused.stderr and "--recipe" in refused.stderr
+    done = rigbook("publish", str(orphan), "--hub", url, "--token", token, "--recipe", SMALL_SLUG, "--json")
+    assert done.exit_code == 0 and json.loads(done.stdout)["points_added"] == 1
+
+
+def test_publish_errors_are_clear(served, tmp_path, seed_record):
+    url, token = served
+    from rigbook.bench.result import save_result
+
+    result_file = save_result(make_result(), tmp_path / "result.json")
+    no_token = rigbook("publish", str(result_file), "--hub", url)
+    assert no_token.exit_code == 2 and "error[E_AUTH]" in no_token.stderr and "token create" in no_token.stderr
+    wrong = rigbook("publish", str(result_file), "--hub", url, "--token", "rbk_wrong", "--json")
+    assert wrong.exit_code == 2 and json.loads(wrong.stdout)["error"]["code"] == "E_AUTH"
+
+    dead = rigbook("publish", str(result_file), "--hub", f"http://127.0.0.1:{free_port()}", "--token", token)
+    assert dead.exit_code == 2 and "error[E_CONNECT]" in dead.stderr
+    dead_list = rigbook("recipes", "list", "--hub", f"http://127.0.0.1:{free_port()}")
+    assert dead_list.exit_code == 2 and "error[E_CONNECT]" in dead_list.stderr
+
+    incomplete = save_result(make_result(conditions=point_conditions(quant=None, reply_tokens=None)), tmp_path / "inc.json")
+    refused = rigbook("publish", str(incomplete), "--hub", url, "--token", token)
+    assert refused.exit_code == 2 and "error[E_RESULT_REFUSED]" in refused.stderr
+    assert "perf_points.0.conditions.quant: missing" in refused.stderr
+    assert "perf_points.1.conditions.reply_tokens: missing" in refused.stderr
+
+    tampered = json.loads(result_file.read_text())
+    tampered["perf_points"][0]["decode_tok_s"] = 1e6
+    (tmp_path / "tampered.json").write_text(json.dumps(tampered))
+    local = rigbook("publish", str(tmp_path / "tampered.json"), "--hub", url, "--token", token)
+    assert local.exit_code == 2 and "error[E_RESULT_INVALID]" in local.stderr
+
+    bad_recipe = tmp_path / "bad.json"
+    bad_recipe.write_text(json.dumps({"slug": "x", "config": {"launch": 1}}))
+    invalid = rigbook("publish", str(bad_recipe), "--hub", url, "--token", token)
+    assert invalid.exit_code == 2 and "config.launch" in invalid.stderr and "title" in invalid.stderr
+
+
+def test_publish_too_large(tmp_path, seed_record):
+    app = create_app(f"sqlite:///{tmp_path / 'hub.sqlite3'}", max_body=2048)
+    token = create_token(app.state.sessions, "cli")
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(seed_record))
+    with live_hub(app) as url:
+        done = rigbook("publish", str(big), "--hub", url, "--token", token)
+    app.state.engine.dispose()
+    assert done.exit_code == 2 and "error[E_TOO_LARGE]" in done.stderr
