@@ -8,6 +8,7 @@ database.
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import shutil
@@ -60,26 +61,33 @@ class PgServer:
         return f"postgresql+psycopg://rigbook@127.0.0.1:{self.port}/{name}"
 
 
+def _pg_bin(name: str) -> str:
+    """A PostgreSQL program: on PATH, or where Debian's packages put it (/usr/lib/postgresql/N/bin)."""
+    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    if not found:
+        pytest.fail(f"PostgreSQL's {name} was not found: install postgresql (`make system-deps`)")
+    return found
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """A PostgreSQL server for this test session (trust auth on loopback only)."""
-    if not (shutil.which("initdb") and shutil.which("pg_ctl")):
-        pytest.fail("PostgreSQL binaries (initdb, pg_ctl) are not on PATH: install postgresql")
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     account = _pg_account()
     root = Path(tempfile.mkdtemp(prefix="rigbook-pg-"))
     if account:
         os.chown(root, *account)
     as_user = {"user": account[0], "group": account[1]} if account else {}
     data, port = root / "data", free_port()
-    subprocess.run(["initdb", "-D", str(data), "-U", "rigbook", "-A", "trust", "-E", "UTF8", "--no-sync"],
+    subprocess.run([initdb, "-D", str(data), "-U", "rigbook", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"],
                    check=True, capture_output=True, cwd=root, **as_user)
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
-    subprocess.run(["pg_ctl", "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-t", "60", "start"],
+    subprocess.run([pg_ctl, "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-t", "60", "start"],
                    check=True, capture_output=True, cwd=root, **as_user)
     try:
         yield PgServer(port)
     finally:
-        subprocess.run(["pg_ctl", "-D", str(data), "-m", "immediate", "stop"], capture_output=True, cwd=root, **as_user)
+        subprocess.run([pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, cwd=root, **as_user)
         shutil.rmtree(root, ignore_errors=True)
 
 
