@@ -82,8 +82,11 @@ def pg_server():
     subprocess.run([initdb, "-D", str(data), "-U", "rigbook", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"],
                    check=True, capture_output=True, cwd=root, **as_user)
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
-    subprocess.run([pg_ctl, "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-t", "60", "start"],
-                   check=True, capture_output=True, cwd=root, **as_user)
+    started = subprocess.run([pg_ctl, "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-t", "60", "start"],
+                             capture_output=True, text=True, cwd=root, **as_user)
+    if started.returncode != 0:
+        log = (root / "log").read_text(errors="replace") if (root / "log").exists() else ""
+        pytest.fail(f"PostgreSQL did not start: {started.stderr}\n{log[-2000:]}")
     try:
         yield PgServer(port)
     finally:
