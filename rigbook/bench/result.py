@@ -60,7 +60,7 @@ class RequestRecord(Model):
     prompt_tokens: int | None = None
     output_tokens: int = Field(default=0, description="Reasoning plus content tokens, as counted by token_source.")
     reasoning_tokens: int = 0
-    first_chunk_tokens: int = Field(default=0, description="Tokens the first token-bearing chunk carried.")
+    first_chunk_tokens: float = Field(default=0.0, description="Tokens the first token-bearing chunk carried (fractional when only the final usage is known).")
     chunks: int = Field(default=0, description="Token-bearing chunks received.")
     token_source: TokenSource
     finish_reason: str | None = None
@@ -68,8 +68,9 @@ class RequestRecord(Model):
     error: str | None = Field(default=None, description="Why the request failed: error kind and detail.")
     cut_at_window: bool = Field(default=False, description="Sustained mode: stream still running at the window's end.")
     decode_tok_s: float | None = Field(default=None, description="(output_tokens - first_chunk_tokens) / (last_token_s - first_token_s).")
-    itl_ms_mean: float | None = Field(default=None, description="Mean gap between token-bearing chunks, per token.")
-    window_tokens: int | None = Field(default=None, description="Sustained mode: tokens that arrived inside the window.")
+    itl_ms_mean: float | None = Field(default=None, description="1000 / decode_tok_s: mean time per token after the first chunk.")
+    itl_ms: Distribution = Field(default_factory=Distribution, description="Per-token gaps: each chunk gap divided by the tokens it carried.")
+    window_tokens: float | None = Field(default=None, description="Sustained mode: tokens that arrived inside the window.")
 
 
 class ClientLoad(Model):
@@ -121,6 +122,7 @@ class CellMetrics(Model):
     ttft_ms: Distribution = Field(description="Time to the first token of any kind.")
     ttfct_ms: Distribution = Field(description="Time to the first content token (differs from ttft when there is reasoning).")
     itl_ms: Distribution = Field(description="Per-request mean inter-token latency.")
+    itl_ms_worst_p99: float | None = Field(default=None, description="Largest per-request p99 per-token gap.")
     prefill_tok_s: Distribution = Field(description="Prompt tokens / TTFT, per request.")
     output_tokens: Distribution
     concurrency_reached: int = Field(description="Most requests in flight at once.")
@@ -161,6 +163,8 @@ class ProfileRef(Model):
     thinking: bool
     reply_length_held: bool = Field(description="Replies were asked to run to max_tokens (ignore_eos/min_tokens) and checked.")
     workload: str
+    overrides: dict[str, float | int | str | list[int]] = Field(
+        default_factory=dict, description="Profile values the command line changed (the profile's own are otherwise applied).")
 
 
 class Conditions(Model):

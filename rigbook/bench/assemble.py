@@ -1,0 +1,52 @@
+"""From cells to a result: perf points in the seed record's shape, with their conditions."""
+
+from __future__ import annotations
+
+import statistics
+
+from rigbook import __version__
+from rigbook.bench.result import BenchResult, Cell, Conditions, RunTelemetry
+from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
+
+
+def _one(values: list) -> object | None:
+    """The value when every entry agrees, else None (a mixed set is not one condition)."""
+    vals = [v for v in values if v is not None]
+    return vals[0] if vals and len(set(vals)) == 1 and len(vals) == len(values) else None
+
+
+def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
+    """One valid cell as a perf point: decode_tok_s is the aggregate of the cell's concurrent requests."""
+    m, p = cell.metrics, cond.profile
+    gpus = cond.rig.gpus if cond.rig else []
+    limits = [g.power_enforced_limit_w for g in gpus] or cell.telemetry.power_limit_w_per_gpu
+    names = [g.name for g in gpus] or [g.name for g in cell.telemetry.gpus]
+    prompt = [r.prompt_tokens for r in cell.requests if r.ok and r.prompt_tokens]
+    pc = PerfConditions(
+        sampling=Sampling(temperature=p.temperature, top_p=p.top_p),
+        reply_tokens=p.max_tokens, reply_length_held=p.reply_length_held, thinking=p.thinking,
+        token_count_source=cell.token_count_source, bench_tool=cond.bench_tool, bench_tool_version=__version__,
+        workload=p.workload, gpu_count=len(names), card=_one(names) if names else None,
+        power_limit_w_per_gpu=_one(limits) if limits else None,
+        engine=cond.engine, engine_version=cond.engine_version,
+        quant=extra.get("quant"), kv_cache_dtype=extra.get("kv_cache_dtype"),
+        speculative_method=extra.get("speculative_method"),
+        energy_j_per_token=cell.telemetry.energy_j_per_token,
+    )
+    return PerfPoint(
+        context_len=int(statistics.median(prompt)) if prompt else None,
+        prefill_tok_s=m.prefill_tok_s.p50, decode_tok_s=m.aggregate_tok_s, ttft_ms=m.ttft_ms.p50,
+        concurrency=cell.concurrency, claimed_by="measured",
+        notes=(f"rigbook {cell.mode}, profile {p.name} v{p.version}, {m.requests_ok} requests at concurrency "
+               f"{cell.concurrency}; decode_tok_s is their aggregate; context_len is the median prompt length"),
+        per_request_decode_tok_s_median=m.per_request_decode_tok_s.p50,
+        conditions=pc,
+    )
+
+
+def assemble(cond: Conditions, cells: list[Cell], telemetry: RunTelemetry, *, warnings: list[str],
+             journal: str | None, extra: dict | None = None) -> BenchResult:
+    """The hashed result. Invalid or client-bound cells are kept but never become perf points."""
+    points = [perf_point(c, cond, extra or {}) for c in cells if c.valid and not c.client_bound]
+    return BenchResult(conditions=cond, cells=cells, perf_points=points, telemetry=telemetry,
+                       warnings=warnings, journal=journal).with_hash()

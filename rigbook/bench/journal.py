@@ -1,0 +1,101 @@
+"""The request journal: every finished request appended and fsync'd as it ends.
+
+One JSON object a line: ``start`` (conditions and extras), ``cell_start``,
+``request`` (a RequestRecord), ``cell_end`` (the finished cell, without its
+requests), ``end``. A run killed with SIGKILL leaves a journal from which
+:func:`rebuild` makes a result marked ``cut_short`` through the same metric code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rigbook.bench.assemble import assemble
+from rigbook.bench.metrics import build_cell
+from rigbook.bench.result import BenchResult, Cell, CellTelemetry, Conditions, RequestRecord, RunTelemetry
+from rigbook.errors import InputError
+
+
+def journal_path(result_path: Path) -> Path:
+    """The journal that sits beside a result file."""
+    return result_path.with_name(result_path.stem + ".journal.jsonl")
+
+
+class Journal:
+    """Append-only JSONL with an fsync after every line, so a kill loses at most the line being written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "a", encoding="utf-8")
+
+    def write(self, kind: str, **payload) -> None:
+        self._f.write(json.dumps({"type": kind, **payload}, ensure_ascii=False) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def rebuild(path: Path | str) -> BenchResult:
+    """A result from a journal alone; cells without a ``cell_end`` are rebuilt from their requests."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError("E_RESULT_INVALID", f"cannot read journal {path}: {exc.strerror or exc}") from exc
+    events = []
+    for n, line in enumerate(lines, 1):
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if n == len(lines):  # the line being written when the process died
+                break
+            raise InputError("E_RESULT_INVALID", f"{path}:{n} is not JSON") from None
+    if not events or events[0].get("type") != "start":
+        raise InputError("E_RESULT_INVALID", f"{path} does not start with a journal header", "Give a *.journal.jsonl file rigbook bench wrote.")
+    try:
+        cond = Conditions.model_validate(events[0]["conditions"])
+        extra = events[0].get("extra") or {}
+        starts: dict[int, dict] = {}
+        ends: dict[int, Cell] = {}
+        requests: dict[int, list[RequestRecord]] = {}
+        finished = False
+        for ev in events[1:]:
+            kind = ev.get("type")
+            if kind == "cell_start":
+                starts[ev["index"]] = ev
+                requests.setdefault(ev["index"], [])
+            elif kind == "request":
+                rec = RequestRecord.model_validate(ev["record"])
+                requests.setdefault(rec.cell, []).append(rec)
+            elif kind == "cell_end":
+                cell = Cell.model_validate(ev["cell"])
+                ends[cell.index] = cell
+            elif kind == "end":
+                finished = True
+    except (ValidationError, KeyError) as exc:
+        raise InputError("E_RESULT_INVALID", f"{path} has a malformed journal entry: {exc}") from exc
+    cells = []
+    for index in sorted(starts):
+        recs = sorted(requests.get(index, []), key=lambda r: r.index)
+        if index in ends:
+            cells.append(ends[index].model_copy(update={"requests": recs}))
+            continue
+        s = starts[index]
+        cells.append(build_cell(
+            index=index, mode=s["mode"], concurrency=s["concurrency"], records=recs,
+            requests_planned=s.get("requests_planned"), duration_s=s.get("duration_s"), window=None,
+            telemetry=CellTelemetry(available=False, reason="lost: the run was killed before this cell ended"),
+            client=None, cut_short=True,
+        ))
+    cut = cond.cut_short or not finished
+    cond = cond.model_copy(update={"cut_short": cut})
+    warnings = ["W_CUT_SHORT: rebuilt from the journal of a run that did not finish"] if cut else []
+    return assemble(cond, cells, RunTelemetry(available=False, reason="rebuilt from the journal; run totals lost"),
+                    warnings=warnings, journal=path.name, extra=extra)

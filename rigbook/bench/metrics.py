@@ -1,0 +1,179 @@
+"""Metrics: turn raw streams into request records, and request records into a cell.
+
+Both the live runner and the journal rebuild go through :func:`build_cell`, so
+a result rebuilt after a kill has exactly the numbers a finished run would.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from rigbook.bench.backend import RawRequest
+from rigbook.bench.result import (
+    Cell,
+    CellMetrics,
+    CellTelemetry,
+    ClientLoad,
+    Distribution,
+    RequestRecord,
+    TokenSource,
+)
+
+# Weakest last: a cell reports the weakest source any of its requests used.
+_SOURCE_ORDER: list[TokenSource] = ["server_continuous", "server_final", "client_fallback"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    s = sorted(values)
+    if len(s) == 1:
+        return s[0]
+    pos = (len(s) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def distribution(values: list[float]) -> Distribution:
+    """n, mean, min, p10, p50, p90, p99, max of ``values`` (all null when empty)."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return Distribution()
+    return Distribution(n=len(vals), mean=statistics.fmean(vals), min=min(vals), max=max(vals),
+                        p10=percentile(vals, 10), p50=percentile(vals, 50), p90=percentile(vals, 90),
+                        p99=percentile(vals, 99))
+
+
+def attribute_tokens(raw: RawRequest) -> TokenSource:
+    """Give every chunk its token count; returns the source the counts came from."""
+    if raw.continuous:
+        prev = 0
+        for ch in raw.chunks:
+            if ch.usage_tokens is not None:
+                ch.tokens = max(ch.usage_tokens - prev, 0)
+                prev = ch.usage_tokens
+        # Usage that arrived after the last token chunk (a final usage-only event) belongs to that chunk.
+        total = (raw.final_usage or {}).get("completion_tokens")
+        if total is not None and raw.chunks and total > prev:
+            raw.chunks[-1].tokens += total - prev
+        return "server_continuous"
+    total = (raw.final_usage or {}).get("completion_tokens")
+    if total is not None and raw.chunks:
+        # Only the total is known: spread it evenly, exact when chunks carry equal counts.
+        each = total / len(raw.chunks)
+        for ch in raw.chunks:
+            ch.tokens = each
+        return "server_final"
+    for ch in raw.chunks:
+        ch.tokens = 1.0
+    return "client_fallback"
+
+
+def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: float, max_tokens: int,
+              hold_length: bool, window: tuple[float, float] | None = None) -> RequestRecord:
+    """One request's record; ``t0`` is the cell start on the same clock as ``raw``."""
+    source = attribute_tokens(raw)
+    chunks = raw.chunks
+    output = sum(ch.tokens for ch in chunks)
+    reasoning = raw.reasoning_tokens_reported
+    if reasoning is None:
+        reasoning = sum(ch.tokens for ch in chunks if ch.reasoning)
+    error = raw.error
+    cut = raw.cancelled and error is None
+    if error is None and not cut:
+        if hold_length and round(output) < max_tokens:
+            error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
+        elif not chunks:
+            error = "empty: no tokens streamed"
+    first = chunks[0].t if chunks else None
+    last = chunks[-1].t if chunks else None
+    first_content = next((ch.t for ch in chunks if not ch.reasoning), None)
+    decode = itl_mean = None
+    gaps: list[float] = []
+    after_first = output - (chunks[0].tokens if chunks else 0)
+    if first is not None and last is not None and last > first and after_first > 0:
+        decode = after_first / (last - first)
+        itl_mean = 1000.0 * (last - first) / after_first
+        gaps = [1000.0 * (b.t - a.t) / b.tokens for a, b in zip(chunks, chunks[1:]) if b.tokens > 0]
+    window_tokens = None
+    if window is not None:
+        lo, hi = window
+        window_tokens = round(sum(ch.tokens for ch in chunks if lo <= ch.t <= hi), 6)
+
+    def rel(t: float | None) -> float | None:
+        return None if t is None else t - t0
+
+    return RequestRecord(
+        cell=cell, index=index, prompt_index=prompt_index, sent_s=raw.sent - t0,
+        first_token_s=rel(first), first_content_s=rel(first_content), last_token_s=rel(last), done_s=rel(raw.done),
+        prompt_tokens=raw.prompt_tokens, output_tokens=round(output), reasoning_tokens=round(reasoning),
+        first_chunk_tokens=chunks[0].tokens if chunks else 0.0, chunks=len(chunks), token_source=source,
+        finish_reason=raw.finish_reason, ok=error is None, error=error, cut_at_window=cut,
+        decode_tok_s=decode, itl_ms_mean=itl_mean, itl_ms=distribution(gaps), window_tokens=window_tokens,
+    )
+
+
+def concurrency_reached(records: list[RequestRecord]) -> int:
+    """Most requests in flight at once, from their send and close times."""
+    events: list[tuple[float, int]] = []
+    for r in records:
+        events.append((r.sent_s, 1))
+        events.append((r.done_s if r.done_s is not None else r.sent_s, -1))
+    peak = cur = 0
+    for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+        cur += step
+        peak = max(peak, cur)
+    return peak
+
+
+def build_cell(*, index: int, mode: str, concurrency: int, records: list[RequestRecord],
+               requests_planned: int | None, duration_s: float | None, window: tuple[float, float] | None,
+               telemetry: CellTelemetry, client: ClientLoad | None, cut_short: bool) -> Cell:
+    """A cell from its requests. Any failed request makes the cell invalid; it is then never a perf point.
+
+    ``window`` (relative to the cell start) is the sustained measurement window; burst cells
+    span from the first send to the last token.
+    """
+    failed = [r for r in records if not r.ok]
+    done = [r for r in records if r.ok and not r.cut_at_window]
+    reasons = [f"request {r.index}: {r.error}" for r in failed]
+    if cut_short:
+        reasons.append("cut short: the run was stopped during this cell")
+    if not done and not cut_short and not failed:
+        reasons.append("no request completed")
+    if mode == "burst":
+        tokens = sum(r.output_tokens for r in done)
+        ends = [r.last_token_s for r in done if r.last_token_s is not None]
+        starts = [r.sent_s for r in done]
+        span = (max(ends) - min(starts)) if ends and starts else None
+    else:
+        tokens = round(sum(r.window_tokens or 0 for r in records if r.ok or r.cut_at_window))
+        span = (window[1] - window[0]) if window else None
+    aggregate = tokens / span if span and span > 0 else None
+    ttft = [1000.0 * (r.first_token_s - r.sent_s) for r in done if r.first_token_s is not None]
+    ttfct = [1000.0 * (r.first_content_s - r.sent_s) for r in done if r.first_content_s is not None]
+    prefill = [r.prompt_tokens / (r.first_token_s - r.sent_s) for r in done
+               if r.prompt_tokens and r.first_token_s is not None and r.first_token_s > r.sent_s]
+    sources = {r.token_source for r in records}
+    source = max(sources, key=_SOURCE_ORDER.index) if sources else None
+    metrics = CellMetrics(
+        per_request_decode_tok_s=distribution([r.decode_tok_s for r in done if r.decode_tok_s is not None]),
+        aggregate_tok_s=aggregate,
+        ttft_ms=distribution(ttft), ttfct_ms=distribution(ttfct),
+        itl_ms=distribution([r.itl_ms_mean for r in done if r.itl_ms_mean is not None]),
+        itl_ms_worst_p99=max((r.itl_ms.p99 for r in done if r.itl_ms.p99 is not None), default=None),
+        prefill_tok_s=distribution(prefill),
+        output_tokens=distribution([r.output_tokens for r in done]),
+        concurrency_reached=concurrency_reached(records),
+        requests_ok=len(done), requests_failed=len(failed), window_s=span, tokens_in_window=tokens,
+    )
+    if telemetry.available and telemetry.energy_j_total is not None and tokens:
+        telemetry = telemetry.model_copy(update={"energy_j_per_token": telemetry.energy_j_total / tokens})
+    if telemetry.available and telemetry.power_draw_w_total_mean and aggregate:
+        telemetry = telemetry.model_copy(update={"tok_s_per_w": aggregate / telemetry.power_draw_w_total_mean})
+    return Cell(
+        index=index, mode=mode, concurrency=concurrency, requests_planned=requests_planned, duration_s=duration_s,
+        token_count_source=source, valid=not reasons, invalid_reasons=reasons,
+        client_bound=bool(client and client.client_bound), cut_short=cut_short,
+        metrics=metrics, client=client, telemetry=telemetry, requests=records,
+    )

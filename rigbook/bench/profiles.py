@@ -1,0 +1,93 @@
+"""Bench profiles: versioned data, so a number always says exactly how it was measured.
+
+A profile fixes the sampling, reply length, prompt set, concurrency levels and
+request counts. Its values are hashed; a test pins each (name, version) to its
+hash, so changing a value without bumping the version fails CI. Old versions
+stay in the table so results that name them can still be read and repeated.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbook.errors import InputError
+from rigbook.hashing import content_hash
+
+
+class Profile(BaseModel):
+    """How to measure: everything but the endpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    version: int
+    description: str
+    temperature: float
+    top_p: float
+    thinking: bool = Field(description="Reasoning on or off; off is sent as chat_template_kwargs the engines read.")
+    max_tokens: int = Field(ge=1)
+    hold_length: bool = Field(description="Ask the engine to run every reply to max_tokens (ignore_eos, min_tokens) and verify it did.")
+    prompt_set: str = Field(description="File under rigbook/bench/data/ holding the prompts.")
+    workload: str
+    concurrency: tuple[int, ...]
+    mode: Literal["burst", "sustained"] = "burst"
+    requests_per_level: int = Field(ge=1, description="Burst: requests per concurrency level, at least the level itself.")
+    duration_s: float = Field(gt=0, description="Sustained: seconds of measurement window per level.")
+    warmup: int = Field(ge=0, description="Requests sent one at a time before measuring; not counted.")
+    stall_timeout_s: float = Field(gt=0, description="A stream silent this long has stalled: the request fails.")
+
+    def content_hash(self) -> str:
+        """Hash of every value, the one a test pins to the version."""
+        return content_hash(self.model_dump(mode="json"))
+
+    def prompts(self) -> list[str]:
+        """The fixed prompt set this profile sends, in order."""
+        return _prompt_set(self.prompt_set)
+
+
+@cache
+def _prompt_set(name: str) -> list[str]:
+    return json.loads(files("rigbook.bench").joinpath("data", name).read_text(encoding="utf-8"))["prompts"]
+
+
+# (name, version) -> profile. Never edit a shipped entry: add a new version.
+_PROFILES: dict[tuple[str, int], Profile] = {
+    ("seed", 1): Profile(
+        name="seed", version=1,
+        description="As the seed guide measured: temperature 0, top_p 1, thinking off, 400-token prose replies, one request vs four.",
+        temperature=0.0, top_p=1.0, thinking=False, max_tokens=400, hold_length=True,
+        prompt_set="prompts_prose_v1.json", workload="prose", concurrency=(1, 4),
+        requests_per_level=8, duration_s=60.0, warmup=1, stall_timeout_s=60.0,
+    ),
+    ("quick", 1): Profile(
+        name="quick", version=1,
+        description="For CPUs and CI: short 48-token prose replies, few requests, concurrency 1 and 2.",
+        temperature=0.0, top_p=1.0, thinking=False, max_tokens=48, hold_length=True,
+        prompt_set="prompts_prose_v1.json", workload="prose", concurrency=(1, 2),
+        requests_per_level=2, duration_s=10.0, warmup=1, stall_timeout_s=60.0,
+    ),
+}
+
+DEFAULT_PROFILE = "seed"
+
+
+def list_profiles() -> list[Profile]:
+    """Every shipped profile version."""
+    return list(_PROFILES.values())
+
+
+def get_profile(name: str, version: int | None = None) -> Profile:
+    """A profile by name (latest version unless one is given)."""
+    versions = sorted(v for (n, v) in _PROFILES if n == name)
+    if not versions:
+        known = ", ".join(sorted({n for n, _ in _PROFILES}))
+        raise InputError("E_INPUT", f"no bench profile named {name!r}", f"Use one of: {known}.")
+    chosen = versions[-1] if version is None else version
+    if chosen not in versions:
+        raise InputError("E_INPUT", f"profile {name!r} has no version {version}", f"Versions: {versions}.")
+    return _PROFILES[(name, chosen)]

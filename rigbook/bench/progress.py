@@ -1,0 +1,80 @@
+"""Live progress while a bench runs, and the final table, with rich (on stderr, so --json stays clean)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rigbook.bench.result import BenchResult
+
+_err = Console(stderr=True)
+
+
+def _f(v: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+class LiveProgress:
+    """A progress bar per cell; ``update`` is the runner's progress callback."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                           TextColumn("{task.fields[note]}"), console=_err, transient=False)
+        self._task = None
+
+    def __enter__(self) -> LiveProgress:
+        if self.enabled:
+            self._p.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._p.stop()
+
+    def update(self, event: str, data: dict) -> None:
+        if not self.enabled:
+            return
+        if event == "cell":
+            label = f"concurrency {data['concurrency']}"
+            self._task = self._p.add_task(label, total=data["total"], note="")
+        elif event == "request" and self._task is not None:
+            rec = data["record"]
+            note = f"{_f(rec.decode_tok_s)} tok/s" if rec.ok else f"[red]{(rec.error or '')[:40]}[/]"
+            self._p.update(self._task, advance=1, note=note)
+        elif event == "cell_done" and self._task is not None:
+            cell = data["cell"]
+            state = "valid" if cell.valid else "[red]invalid[/]"
+            self._p.update(self._task, note=f"{_f(cell.metrics.aggregate_tok_s)} tok/s aggregate, {state}")
+
+
+def result_table(result: BenchResult) -> Table:
+    """One row per cell: the numbers and whether they count."""
+    t = Table(title=f"{result.conditions.model} @ {result.conditions.url} — profile {result.conditions.profile.name} "
+                    f"v{result.conditions.profile.version}")
+    for col in ("C", "mode", "aggregate tok/s", "per-req median", "p10", "p90", "TTFT p50 ms", "TTFT p99 ms",
+                "ITL ms", "ok/failed", "tokens", "J/token", "status"):
+        t.add_column(col, justify="right" if col not in ("mode", "tokens", "status") else "left")
+    for c in result.cells:
+        m = c.metrics
+        status = "valid" if c.valid else "invalid: " + "; ".join(c.invalid_reasons)[:60]
+        if c.client_bound:
+            status += " (client_bound)"
+        t.add_row(str(c.concurrency), c.mode, _f(m.aggregate_tok_s), _f(m.per_request_decode_tok_s.p50),
+                  _f(m.per_request_decode_tok_s.p10), _f(m.per_request_decode_tok_s.p90), _f(m.ttft_ms.p50),
+                  _f(m.ttft_ms.p99), _f(m.itl_ms.p50, "{:.2f}"), f"{m.requests_ok}/{m.requests_failed}",
+                  c.token_count_source or "-", _f(c.telemetry.energy_j_per_token, "{:.3f}"), status)
+    return t
+
+
+def render_result(result: BenchResult, path: Path) -> None:
+    """The final table, the warnings and the path, on stderr; the path alone on stdout."""
+    _err.print(result_table(result))
+    for w in result.warnings:
+        _err.print(f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False)
+    if not result.telemetry.available:
+        _err.print(f"telemetry: unavailable ({result.telemetry.reason})", highlight=False)
+    print(path)

@@ -1,0 +1,71 @@
+"""`rigbook report`: PNG plots and a Markdown or HTML page for one result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a display
+import matplotlib.pyplot as plt  # noqa: E402
+from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+
+from rigbook.bench.result import BenchResult  # noqa: E402
+
+
+@dataclass
+class Written:
+    report: Path
+    plots: list[Path]
+
+
+def _plot_rates(result: BenchResult, path: Path) -> Path:
+    """Aggregate and per-request median tok/s against concurrency, valid cells only."""
+    cells = sorted((c for c in result.cells if c.valid), key=lambda c: c.concurrency)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [c.concurrency for c in cells]
+    ax.plot(xs, [c.metrics.aggregate_tok_s for c in cells], "o-", label="aggregate tok/s")
+    ax.plot(xs, [c.metrics.per_request_decode_tok_s.p50 for c in cells], "s--", label="per-request median tok/s")
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("tokens / s")
+    ax.set_xticks(xs or [1])
+    ax.set_title(f"{result.conditions.model}: decode rate")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _plot_distribution(result: BenchResult, path: Path) -> Path:
+    """Per-request decode rates, one strip per cell, so spread and outliers show."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for c in result.cells:
+        rates = [r.decode_tok_s for r in c.requests if r.ok and r.decode_tok_s is not None]
+        ax.scatter([c.concurrency] * len(rates), rates, alpha=0.6, label=f"C={c.concurrency}" + ("" if c.valid else " (invalid)"))
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("per-request decode tok/s")
+    ax.set_title("per-request rate distribution")
+    ax.grid(alpha=0.3)
+    if result.cells:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
+    """Write ``rates.png``, ``distribution.png`` and ``report.md`` or ``report.html`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = [_plot_rates(result, out_dir / "rates.png"), _plot_distribution(result, out_dir / "distribution.png")]
+    env = Environment(loader=PackageLoader("rigbook.bench", "templates"),
+                      autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["f"] = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)
+    page = env.get_template(f"report.{fmt}").render(r=result, plots=[p.name for p in plots])
+    report = out_dir / f"report.{fmt}"
+    report.write_text(page, encoding="utf-8")
+    return Written(report=report, plots=plots)
