@@ -81,7 +81,9 @@ def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: 
     error = raw.error
     cut = raw.cancelled and error is None
     if error is None and not cut:
-        if hold_length and round(output) < max_tokens:
+        # One-per-chunk fallback under-counts multi-token chunks, so there the server's "length" finish is the proof.
+        counted_short = round(output) < max_tokens
+        if hold_length and counted_short and (source != "client_fallback" or raw.finish_reason != "length"):
             error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
         elif not chunks:
             error = "empty: no tokens streamed"

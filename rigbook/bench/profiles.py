@@ -42,8 +42,8 @@ class Profile(BaseModel):
     stall_timeout_s: float = Field(gt=0, description="A stream silent this long has stalled: the request fails.")
 
     def content_hash(self) -> str:
-        """Hash of every value, the one a test pins to the version."""
-        return content_hash(self.model_dump(mode="json"))
+        """Hash of every value and of the prompt texts: the one a test pins to the version."""
+        return content_hash({**self.model_dump(mode="json"), "prompts": self.prompts()})
 
     def prompts(self) -> list[str]:
         """The fixed prompt set this profile sends, in order."""

@@ -12,7 +12,7 @@ scenario:
   error, goes silent for ``stall_s``, or drops the connection half-way.
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``.
-``GET /_record`` returns what the server did: for each request its arrival, the
+``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports.
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -67,7 +66,8 @@ class Served:
 
 
 class SyntheticServer:
-    """The server; :meth:`start_in_thread` runs it on its own loop for tests and selfbench."""
+    """The server. Tests and selfbench run it as its own process (``python -m``) so it never shares
+    the client's interpreter lock and the client's timestamps are its own."""
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
@@ -75,30 +75,10 @@ class SyntheticServer:
         self.active = 0
         self._seq: dict[str, int] = {}
         self.port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.base_events.Server | None = None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = await asyncio.start_server(self._handle, host, port, backlog=1024)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    def start_in_thread(self, port: int = 0) -> str:
-        """Start on a background thread; returns the base URL."""
-        ready = threading.Event()
-
-        def main() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self.serve(port=port))
-            ready.set()
-            self._loop.run_forever()
-
-        threading.Thread(target=main, name="synthetic-server", daemon=True).start()
-        ready.wait(10)
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        if self._loop:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        server = await asyncio.start_server(self._handle, host, port, backlog=1024)
+        self.port = server.sockets[0].getsockname()[1]
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -112,7 +92,11 @@ class SyntheticServer:
                 await self._json(writer, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "synthetic"}
                                                                      for m in SCENARIOS]})
             elif method == "GET" and path == "/_record":
-                await self._json(writer, {"config": self.config.__dict__, "requests": [s.to_dict() for s in self.record]})
+                await self._json(writer, {"config": self.config.__dict__, "active": self.active, "requests": [s.to_dict() for s in self.record]})
+            elif method == "POST" and path == "/_reset":
+                self.record.clear()
+                self._seq.clear()
+                await self._json(writer, {"reset": True})
             elif method == "POST" and path == "/v1/chat/completions":
                 await self._chat(writer, json.loads(body or b"{}"), arrival)
             else:

@@ -1,0 +1,34 @@
+"""Profiles are versioned data: each (name, version) is pinned to its content hash."""
+
+import pytest
+
+from rigbook.bench.profiles import get_profile, list_profiles
+from rigbook.errors import InputError
+
+# A changed value needs a new version: add it here, never edit a pinned line.
+PINNED = {
+    ("seed", 1): "sha256:38ede1fc7392385a7734857050fd2c727f12722b97739386e7398c1d1f168c4a",
+    ("quick", 1): "sha256:80965784d533aac942491ace8b189fa1d073c9a6f4493796d25240ab4d82ee7c",
+}
+
+
+def test_every_profile_is_pinned_to_its_hash():
+    shipped = {(p.name, p.version): p.content_hash() for p in list_profiles()}
+    assert shipped == PINNED
+
+
+def test_seed_profile_is_the_guides_conditions():
+    p = get_profile("seed")
+    assert (p.temperature, p.top_p, p.thinking, p.max_tokens, p.hold_length) == (0.0, 1.0, False, 400, True)
+    assert p.concurrency == (1, 4) and p.workload == "prose" and len(p.prompts()) >= 4
+
+
+def test_quick_profile_is_small():
+    p = get_profile("quick")
+    assert 32 <= p.max_tokens <= 64 and p.concurrency == (1, 2)
+
+
+def test_unknown_profile_is_an_input_error():
+    with pytest.raises(InputError) as e:
+        get_profile("nope")
+    assert e.value.code == "E_INPUT" and "seed" in e.value.remedy

@@ -1,0 +1,119 @@
+"""The bench client against the synthetic server: rates match the server's own record; failures invalidate cells."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import httpx
+import pytest
+
+from rigbook.bench.result import load_result, verify_hash
+from tests.bench.helpers import bench, start_synthetic, within
+
+
+@pytest.fixture(scope="module")
+def server_proc():
+    proc, url = start_synthetic("--rate", "400", "--falloff", "0.25", "--tokens-per-chunk", "3", "--stall-s", "2")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def server(server_proc):
+    # A stalled stream of an earlier test would still slow this one's: wait for the server to be idle.
+    deadline = time.monotonic() + 10
+    while httpx.get(server_proc + "/_record").json()["active"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    httpx.post(server_proc + "/_reset")
+    return None, server_proc
+
+
+def record(url: str) -> list[dict]:
+    return httpx.get(url + "/_record").json()["requests"]
+
+
+def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
+    s, url = server
+    result = bench(url, tmp_path / "r.json", concurrency=[1, 4], requests=4, max_tokens=160)
+    served = record(url)
+    assert len(served) == 8
+    for cell, own in zip(result.cells, (served[:4], served[4:])):
+        assert cell.valid and cell.token_count_source == "server_continuous"
+        client_rates = sorted(r.decode_tok_s for r in cell.requests)
+        server_rates = sorted(r["decode_tok_s"] for r in own)
+        for c, sv in zip(client_rates, server_rates):
+            assert within(c, sv, 0.01), (c, sv)
+        assert within(cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01)
+        tokens = sum(r["tokens"] for r in own)
+        server_agg = tokens / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+        assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (cell.metrics.aggregate_tok_s, server_agg)
+        assert abs(cell.metrics.ttft_ms.p50 - 1000 * statistics.median(r["ttft_s"] for r in own)) < 5.0
+        assert all(r.output_tokens == 160 and r.first_chunk_tokens == 3 for r in cell.requests)
+    one, four = result.cells
+    # The server slows each request as concurrency rises; the aggregate still grows.
+    assert four.metrics.per_request_decode_tok_s.p50 < 0.6 * one.metrics.per_request_decode_tok_s.p50
+    assert four.metrics.aggregate_tok_s > 1.5 * one.metrics.aggregate_tok_s
+    assert four.metrics.concurrency_reached == 4
+    # Perf points: decode_tok_s is the aggregate, per-request median beside it, conditions filled.
+    p1, p4 = result.perf_points
+    assert p4.concurrency == 4 and p4.decode_tok_s == four.metrics.aggregate_tok_s
+    assert p4.per_request_decode_tok_s_median == four.metrics.per_request_decode_tok_s.p50
+    assert p4.claimed_by == "measured" and p4.conditions.reply_tokens == 160
+    assert p4.conditions.token_count_source == "server_continuous" and p4.conditions.sampling.temperature == 0
+    loaded = load_result(tmp_path / "r.json")
+    assert verify_hash(loaded) and loaded == result
+
+
+@pytest.mark.parametrize("model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_fallback")])
+def test_token_source_is_recorded(server, tmp_path, model, source):
+    s, url = server
+    result = bench(url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90)
+    cell = result.cells[0]
+    assert cell.valid and cell.token_count_source == source
+    served = record(url)
+    if source == "server_final":
+        assert all(r.output_tokens == 90 for r in cell.requests)
+        for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in served)):
+            assert within(c, sv, 0.01)
+    else:  # one token per chunk: counted as chunks, labelled so
+        assert all(r.output_tokens == 30 == r.chunks for r in cell.requests)
+
+
+def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
+    s, url = server
+    result = bench(url, tmp_path / "r.json", model="synthetic-reasoning", concurrency=[1], requests=1, max_tokens=60)
+    cell = result.cells[0]
+    rec = cell.requests[0]
+    assert cell.valid and rec.reasoning_tokens == 24
+    # 24 reasoning tokens at 400 tok/s: content starts about 60 ms after the first token.
+    gap = cell.metrics.ttfct_ms.p50 - cell.metrics.ttft_ms.p50
+    assert 45 < gap < 90, gap
+
+
+@pytest.mark.parametrize("model, reason", [
+    ("synthetic-error", "in_band_error"),
+    ("synthetic-early-eos", "short"),
+    ("synthetic-stall", "stalled"),
+    ("synthetic-drop", "dropped"),
+])
+def test_each_failure_marks_the_cell_invalid(server, tmp_path, model, reason):
+    s, url = server
+    result = bench(url, tmp_path / "r.json", model=model, concurrency=[1], requests=3, max_tokens=60, stall_timeout_s=0.5)
+    cell = result.cells[0]
+    assert not cell.valid
+    assert cell.metrics.requests_failed == 1 and cell.metrics.requests_ok == 2
+    assert any(reason in r for r in cell.invalid_reasons), cell.invalid_reasons
+    assert result.perf_points == []  # never averaged into perf points
+
+
+def test_sustained_counts_only_tokens_inside_the_window(server, tmp_path):
+    s, url = server
+    result = bench(url, tmp_path / "r.json", concurrency=[2], duration_s=1.0, max_tokens=200)
+    cell = result.cells[0]
+    assert cell.mode == "sustained" and cell.valid
+    assert any(r.cut_at_window for r in cell.requests)
+    # Each of the 2 streams runs at 400/1.25 = 320 tok/s; the window begins with a 30 ms TTFT.
+    assert 0.85 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
+    assert cell.metrics.tokens_in_window == round(sum(r.window_tokens for r in cell.requests))
