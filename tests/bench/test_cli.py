@@ -1,0 +1,138 @@
+"""`rigbook bench` and `rigbook report` as a user runs them: real processes, real sockets, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rigbook.bench.journal import rebuild
+from rigbook.bench.result import load_result, verify_hash
+from tests.bench.helpers import start_synthetic, within
+from tests.conftest import free_port
+
+
+@pytest.fixture(scope="module")
+def url():
+    proc, base = start_synthetic("--rate", "400", "--tokens-per-chunk", "3", "--stall-s", "2")
+    yield base
+    proc.terminate()
+    proc.wait(10)
+
+
+def rigbook(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=240, **kw)
+
+
+def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
+    httpx.post(url + "/_reset")
+    out = tmp_path / "r.json"
+    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1,4", "--max-tokens", "400", "--requests", "4",
+                "--warmup", "0", "--out", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["result"] == str(out) and Path(summary["journal"]).is_file()
+    result = load_result(out)
+    served = httpx.get(url + "/_record").json()["requests"]
+    for cell, own in zip(result.cells, (served[:4], served[4:])):
+        assert cell.valid and cell.token_count_source == "server_continuous"
+        for c, s in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in own)):
+            assert within(c, s, 0.01)
+        agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+        assert within(cell.metrics.aggregate_tok_s, agg, 0.01)
+    assert [pp.concurrency for pp in result.perf_points] == [1, 4]
+    assert result.conditions.rig is not None and result.conditions.profile.name == "seed"
+    assert not result.telemetry.available and result.telemetry.reason
+
+
+@pytest.mark.parametrize("model", ["synthetic-error", "synthetic-early-eos", "synthetic-stall"])
+def test_failed_requests_exit_2_with_bench_invalid(url, tmp_path, model):
+    out = tmp_path / "r.json"
+    p = rigbook("bench", url, "--model", model, "--concurrency", "1", "--requests", "3", "--max-tokens", "30",
+                "--warmup", "0", "--stall-timeout", "0.5", "--out", str(out))
+    assert p.returncode == 2 and "error[E_BENCH_INVALID]" in p.stderr and "Traceback" not in p.stderr
+    assert load_result(out).cells[0].valid is False
+
+
+def test_bad_input_is_a_coded_error(url, tmp_path):
+    p = rigbook("bench", url, "--model", "nope", "--out", str(tmp_path / "r.json"))
+    assert p.returncode == 2 and "error[E_MODEL_ID]" in p.stderr and "synthetic" in p.stderr
+    p = rigbook("bench", f"http://127.0.0.1:{free_port()}", "--out", str(tmp_path / "r.json"))
+    assert p.returncode == 2 and "error[E_CONNECT]" in p.stderr
+    p = rigbook("bench", url, "--concurrency", "1,x", "--json")
+    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT"
+    p = rigbook("report", str(tmp_path / "missing.json"))
+    assert p.returncode == 2 and "error[E_RESULT_INVALID]" in p.stderr
+
+
+def _start_long_bench(url: str, out: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "bench", url, "--model", "synthetic", "--concurrency", "1",
+                             "--requests", "200", "--max-tokens", "40", "--warmup", "0", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal = out.with_name(out.stem + ".journal.jsonl")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if journal.exists() and journal.read_text().count('"type": "request"') >= 3:
+            return proc
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("bench wrote no requests to its journal")
+
+
+def test_sigterm_writes_the_result_cut_short(url, tmp_path):
+    out = tmp_path / "r.json"
+    proc = _start_long_bench(url, out)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "W_CUT_SHORT" in err
+    result = load_result(out)
+    assert result.conditions.cut_short and result.cells[0].cut_short and not result.cells[0].valid
+    assert result.cells[0].metrics.requests_ok >= 3 and result.perf_points == []
+
+
+def test_sigkill_leaves_a_journal_that_rebuilds(url, tmp_path):
+    out = tmp_path / "r.json"
+    proc = _start_long_bench(url, out)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    assert not out.exists()
+    journal = out.with_name("r.journal.jsonl")
+    result = rebuild(journal)
+    assert result.conditions.cut_short and verify_hash(result)
+    assert result.cells[0].metrics.requests_ok >= 3 and all(r.ok for r in result.cells[0].requests)
+    p = rigbook("report", str(journal), "--out", str(tmp_path / "rep"), "--json")
+    assert p.returncode == 0, p.stderr
+    value = json.loads(p.stdout)
+    assert Path(value["rebuilt_result"]).is_file() and load_result(value["rebuilt_result"]).conditions.cut_short
+    assert all(Path(x).stat().st_size > 1000 for x in value["plots"])
+
+
+def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
+    out = tmp_path / "r.json"
+    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1,2", "--requests", "2", "--max-tokens", "30",
+                "--warmup", "1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith(str(out))
+    for fmt in ("md", "html"):
+        p = rigbook("report", str(out), "--format", fmt, "--out", str(tmp_path / fmt), "--json")
+        assert p.returncode == 0, p.stderr
+        value = json.loads(p.stdout)
+        text = Path(value["report"]).read_text()
+        assert "aggregate tok/s" in text and "seed v1" in text and "rates.png" in text
+        assert {Path(x).name for x in value["plots"]} == {"rates.png", "distribution.png"}
+
+
+def test_default_out_is_under_rigbook_home(url, rigbook_home):
+    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1", "--requests", "1", "--max-tokens", "10",
+                "--warmup", "0", env={**os.environ, "RIGBOOK_HOME": str(rigbook_home)})
+    assert p.returncode == 0, p.stderr
+    path = Path(p.stdout.strip().splitlines()[-1])
+    assert path.parent == rigbook_home / "results" and path.name.startswith("bench-") and path.is_file()
