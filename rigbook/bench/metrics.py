@@ -83,10 +83,10 @@ def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: 
     if error is None and not cut:
         # One-per-chunk fallback under-counts multi-token chunks, so there the server's "length" finish is the proof.
         counted_short = round(output) < max_tokens
-        if hold_length and counted_short and (source != "client_fallback" or raw.finish_reason != "length"):
+        if not chunks:
+            error = f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); a server that serves one request at a time may have dropped it"
+        elif hold_length and counted_short and (source != "client_fallback" or raw.finish_reason != "length"):
             error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
-        elif not chunks:
-            error = "empty: no tokens streamed"
     first = chunks[0].t if chunks else None
     last = chunks[-1].t if chunks else None
     first_content = next((ch.t for ch in chunks if not ch.reasoning), None)

@@ -86,12 +86,18 @@ def register(app: typer.Typer) -> None:
             summary = {"result": str(target), "journal": str(target.with_name(result.journal)), "cut_short": result.conditions.cut_short,
                        "warnings": result.warnings, "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
                        "perf_points": [p.model_dump(mode="json") for p in result.perf_points]}
-            emit(summary, as_json, lambda: render_result(result, target))
             invalid = [c for c in result.cells if not c.valid and not c.cut_short]
+            error = None
             if invalid:
-                raise RigbookError("E_BENCH_INVALID", f"{len(invalid)} of {len(result.cells)} cells had failed requests "
-                                   f"(result written to {target})",
-                                   details=[f"cell {c.index} (concurrency {c.concurrency}): {r}" for c in invalid for r in c.invalid_reasons])
+                error = RigbookError("E_BENCH_INVALID", f"{len(invalid)} of {len(result.cells)} cells had failed requests "
+                                     f"(result written to {target})",
+                                     details=[f"cell {c.index} (concurrency {c.concurrency}): {r}" for c in invalid for r in c.invalid_reasons])
+                summary["error"] = error.to_dict()
+            emit(summary, as_json, lambda: render_result(result, target))
+            if error and as_json:  # one JSON document on stdout: the error is inside the summary
+                raise typer.Exit(error.exit_code)
+            if error:
+                raise error
 
     @app.command("report")
     def report(
