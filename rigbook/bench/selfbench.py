@@ -1,0 +1,118 @@
+"""Benchmark of the bench client itself (`make bench-client`).
+
+Runs the synthetic server as its own process, one token per chunk (the worst
+case: one SSE event per token), and raises the concurrency until the client's
+per-request and aggregate rates stop agreeing with the server's own record
+within 1%. Prints, per level, the streamed rate, the worst per-request error,
+the aggregate error, the client's CPU time per token and its event-loop lag,
+then the highest rate the client ingested within 1%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from rigbook.bench.profiles import get_profile
+from rigbook.bench.runner import BenchSpec, run_bench
+from rigbook.bench.telemetry import Sampler
+
+TOLERANCE = 0.01
+
+
+def _start_server(port: int, rate: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port),
+                             "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("synthetic server did not start")
+
+
+def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
+    httpx.post(url + "/_reset")
+    spec = BenchSpec(url=url, model="synthetic", profile=get_profile("seed"), concurrency=[conc], requests=conc,
+                     max_tokens=tokens, warmup=0, out=out)
+    result = asyncio.run(run_bench(spec, rig=None, rig_unavailable="selfbench", sampler=Sampler(None, "selfbench")))
+    cell = result.cells[0]
+    own = httpx.get(url + "/_record").json()["requests"]
+    server_rates = sorted(r["decode_tok_s"] for r in own)
+    client_rates = sorted(r.decode_tok_s for r in cell.requests if r.decode_tok_s)
+    per_req_err = max((abs(c - s) / s for c, s in zip(client_rates, server_rates)), default=1.0)
+    if len(client_rates) != len(server_rates):
+        per_req_err = 1.0
+    server_agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+    agg_err = abs(cell.metrics.aggregate_tok_s - server_agg) / server_agg
+    return {"concurrency": conc, "server_aggregate": server_agg, "client_aggregate": cell.metrics.aggregate_tok_s,
+            "server_per_request_median": statistics.median(server_rates), "per_request_err": per_req_err,
+            "aggregate_err": agg_err, "cpu_us_per_token": cell.client.cpu_us_per_token,
+            "cpu_fraction": cell.client.cpu_fraction, "loop_lag_p90_ms": cell.client.loop_lag_ms.p90,
+            "valid": cell.valid, "client_bound": cell.client_bound,
+            "ok": cell.valid and per_req_err <= TOLERANCE and agg_err <= TOLERANCE}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Measure the bench client's headroom against the synthetic server.")
+    ap.add_argument("--rate", type=float, default=1000.0, help="per-request tok/s the server streams")
+    ap.add_argument("--tokens", type=int, default=2000, help="tokens per reply (long, so connection set-up weighs little in the aggregate)")
+    ap.add_argument("--levels", default="1,2,4,8,16,32,64", help="concurrency levels")
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args(argv)
+    port = args.port or _free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = _start_server(port, args.rate)
+    console = Console()
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for conc in (int(x) for x in args.levels.split(",")):
+                row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json")
+                rows.append(row)
+                console.print(f"concurrency {conc}: server {row['server_aggregate']:.0f} tok/s, "
+                              f"per-request err {row['per_request_err']:.3%}, aggregate err {row['aggregate_err']:.3%}")
+    finally:
+        server.terminate()
+        server.wait(10)
+    table = Table(title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per chunk)")
+    for col in ("C", "server tok/s", "client tok/s", "per-req err", "agg err", "CPU µs/token", "CPU", "lag p90 ms", "within 1%"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r["concurrency"]), f"{r['server_aggregate']:.0f}", f"{r['client_aggregate']:.0f}",
+                      f"{r['per_request_err']:.3%}", f"{r['aggregate_err']:.3%}", f"{r['cpu_us_per_token']:.1f}",
+                      f"{r['cpu_fraction']:.0%}", f"{r['loop_lag_p90_ms']:.2f}", "yes" if r["ok"] else "no")
+    console.print(table)
+    good = [r for r in rows if r["ok"]]
+    best = max(good, key=lambda r: r["server_aggregate"]) if good else None
+    if best:
+        print(f"highest streamed rate within 1%: {best['server_aggregate']:.0f} tok/s "
+              f"(concurrency {best['concurrency']}, {best['cpu_us_per_token']:.1f} µs client CPU per token)")
+    else:
+        print("no level stayed within 1%")
+    return 0 if best else 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
