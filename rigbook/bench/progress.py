@@ -52,21 +52,20 @@ class LiveProgress:
 
 
 def result_table(result: BenchResult) -> Table:
-    """One row per cell: the numbers and whether they count."""
-    t = Table(title=f"{result.conditions.model} @ {result.conditions.url} — profile {result.conditions.profile.name} "
-                    f"v{result.conditions.profile.version}")
-    for col in ("C", "mode", "aggregate tok/s", "per-req median", "p10", "p90", "TTFT p50 ms", "TTFT p99 ms",
-                "ITL ms", "ok/failed", "tokens", "J/token", "status"):
-        t.add_column(col, justify="right" if col not in ("mode", "tokens", "status") else "left")
+    """One row per cell: the numbers and whether they count (the failure reasons follow in the E_BENCH_INVALID error)."""
+    c0 = result.conditions
+    t = Table(title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}")
+    for col in ("C", "agg tok/s", "req p50", "req p10", "req p90", "TTFT p50", "TTFT p99", "ITL ms", "ok/fail",
+                "tokens", "J/tok", "status"):
+        t.add_column(col, justify="left" if col in ("tokens", "status") else "right")
     for c in result.cells:
         m = c.metrics
-        status = "valid" if c.valid else "invalid: " + "; ".join(c.invalid_reasons)[:60]
-        if c.client_bound:
-            status += " (client_bound)"
-        t.add_row(str(c.concurrency), c.mode, _f(m.aggregate_tok_s), _f(m.per_request_decode_tok_s.p50),
+        status = ("valid" if c.valid else "[red]invalid[/]") + (" client_bound" if c.client_bound else "")
+        t.add_row(str(c.concurrency), _f(m.aggregate_tok_s), _f(m.per_request_decode_tok_s.p50),
                   _f(m.per_request_decode_tok_s.p10), _f(m.per_request_decode_tok_s.p90), _f(m.ttft_ms.p50),
                   _f(m.ttft_ms.p99), _f(m.itl_ms.p50, "{:.2f}"), f"{m.requests_ok}/{m.requests_failed}",
-                  c.token_count_source or "-", _f(c.telemetry.energy_j_per_token, "{:.3f}"), status)
+                  (c.token_count_source or "-").replace("server_", "").replace("client_", ""),
+                  _f(c.telemetry.energy_j_per_token, "{:.3f}"), status)
     return t
 
 
