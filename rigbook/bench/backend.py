@@ -152,6 +152,7 @@ class ServerInfo:
     models: list[str]
     engine: str | None
     engine_version: str | None
+    engine_known: bool = False
 
 
 # owned_by values the engines put in /v1/models
@@ -181,4 +182,5 @@ async def discover(client: httpx.AsyncClient, url: str) -> ServerInfo:
             version = v.json().get("version")
     except (httpx.HTTPError, ValueError):
         version = None
-    return ServerInfo(models=models, engine=engine, engine_version=version)
+    return ServerInfo(models=models, engine=engine, engine_version=version,
+                      engine_known=str(owner).lower() in _OWNERS)

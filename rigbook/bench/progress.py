@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -15,6 +16,11 @@ _err = Console(stderr=True)
 
 def _f(v: float | None, fmt: str = "{:.1f}") -> str:
     return "-" if v is None else fmt.format(v)
+
+
+def _n(v: float | None) -> str:
+    """A rate or latency in few characters: whole numbers from 100 up."""
+    return "-" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
 
 
 class LiveProgress:
@@ -54,17 +60,19 @@ class LiveProgress:
 def result_table(result: BenchResult) -> Table:
     """One row per cell: the numbers and whether they count (the failure reasons follow in the E_BENCH_INVALID error)."""
     c0 = result.conditions
-    t = Table(title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}")
-    for col in ("C", "agg tok/s", "req p50", "req p10", "req p90", "TTFT p50", "TTFT p99", "ITL ms", "ok/fail",
-                "tokens", "J/tok", "status"):
-        t.add_column(col, justify="left" if col in ("tokens", "status") else "right")
+    # Two-line headers and a light box keep all twelve columns inside 80 characters.
+    t = Table(title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}",
+              box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    for col in ("C", "agg\ntok/s", "req\np50", "req\np10", "req\np90", "TTFT\np50 ms", "TTFT\np99 ms", "ITL\nms",
+                "ok/\nfail", "tokens", "J/tok", "status"):
+        t.add_column(col, justify="left" if col in ("tokens", "status") else "right", no_wrap=True)
     for c in result.cells:
         m = c.metrics
         status = ("valid" if c.valid else "[red]invalid[/]") + (" client_bound" if c.client_bound else "")
-        t.add_row(str(c.concurrency), _f(m.aggregate_tok_s), _f(m.per_request_decode_tok_s.p50),
-                  _f(m.per_request_decode_tok_s.p10), _f(m.per_request_decode_tok_s.p90), _f(m.ttft_ms.p50),
-                  _f(m.ttft_ms.p99), _f(m.itl_ms.p50, "{:.2f}"), f"{m.requests_ok}/{m.requests_failed}",
-                  (c.token_count_source or "-").replace("server_", "").replace("client_", ""),
+        t.add_row(str(c.concurrency), _n(m.aggregate_tok_s), _n(m.per_request_decode_tok_s.p50),
+                  _n(m.per_request_decode_tok_s.p10), _n(m.per_request_decode_tok_s.p90), _n(m.ttft_ms.p50),
+                  _n(m.ttft_ms.p99), _f(m.itl_ms.p50, "{:.2f}"), f"{m.requests_ok}/{m.requests_failed}",
+                  (c.token_count_source or "-").replace("server_", "").replace("client_", "").replace("fallback", "client"),
                   _f(c.telemetry.energy_j_per_token, "{:.3f}"), status)
     return t
 

@@ -48,6 +48,8 @@ class BenchSpec(BaseModel):
     stall_timeout_s: float | None = None
     recipe_slug: str | None = None
     recipe_revision: int | None = None
+    recipe_engine: str | None = None
+    recipe_engine_version: str | None = None
     extra: dict = {}
     out: Path
 
@@ -92,7 +94,11 @@ async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable:
         if model is None or (info.models and model not in info.models):
             raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
                                 details=[f"served: {m}" for m in info.models])
-        cond = Conditions(url=spec.url, model=model, engine=info.engine, engine_version=info.engine_version,
+        # What the server says wins when it names a known engine; llama-cpp-python,
+        # for one, answers owned_by "me", and then the recipe's engine is the better record.
+        engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
+        version = info.engine_version or (spec.recipe_engine_version if engine == spec.recipe_engine else None)
+        cond = Conditions(url=spec.url, model=model, engine=engine, engine_version=version,
                           recipe_slug=spec.recipe_slug, recipe_revision=spec.recipe_revision, rig=rig,
                           rig_unavailable=rig_unavailable, profile=profile_ref(spec), mode=mode,
                           rigbook_version=__version__, started_at=_now_iso())

@@ -24,10 +24,10 @@ def _levels(text: str | None) -> list[int] | None:
     return levels
 
 
-def _recipe(ref: str | None) -> tuple[int | None, dict]:
-    """The recipe's revision and the conditions it states (quant), when one is named."""
+def _recipe(ref: str | None) -> dict:
+    """What the named recipe says about the run: its revision, engine and the conditions it states (quant)."""
     if ref is None:
-        return None, {}
+        return {}
     from rigbook.recipe.load import resolve_recipe
 
     recipe = resolve_recipe(ref)
@@ -35,7 +35,9 @@ def _recipe(ref: str | None) -> tuple[int | None, dict]:
     quant = next((m.quant for m in recipe.models if m.quant), None)
     if quant:
         extra["quant"] = quant
-    return (recipe.revision.no if recipe.revision else None), extra
+    source = recipe.engine_source
+    return {"recipe_revision": recipe.revision.no if recipe.revision else None, "extra": extra,
+            "recipe_engine": recipe.engine, "recipe_engine_version": source.base_version if source else None}
 
 
 def register(app: typer.Typer) -> None:
@@ -69,11 +71,10 @@ def register(app: typer.Typer) -> None:
                 raise InputError("E_INPUT", "--requests and --duration exclude each other",
                                  "Use --requests N for burst mode or --duration S for sustained mode.")
             prof = get_profile(profile)
-            revision, extra = _recipe(recipe)
             target = out or state_dir("results") / f"bench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
             spec = BenchSpec(url=url, model=model, profile=prof, concurrency=_levels(concurrency), max_tokens=max_tokens,
                              requests=requests, duration_s=duration, warmup=warmup, stall_timeout_s=stall_timeout,
-                             recipe_slug=recipe, recipe_revision=revision, extra=extra, out=target)
+                             recipe_slug=recipe, out=target, **_recipe(recipe))
             try:
                 rig, rig_why = probe_rig().summary(), None
             except Exception as exc:  # noqa: BLE001 - a failed probe must not stop a bench; it is recorded

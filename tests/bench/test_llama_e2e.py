@@ -38,7 +38,8 @@ def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
 
 
 def test_concurrency_the_server_cannot_hold_is_caught(llama_server, tmp_path):
-    """llama-cpp-python interrupts a running stream when a second arrives: an empty stream, caught and invalid."""
+    """A raw llama-cpp-python server (no --interrupt_requests False, which rigbook's launcher passes) cuts
+    a running stream when a second request arrives: an empty or short stream, caught and invalid."""
     url, _ = llama_server
     out = tmp_path / "llama2.json"
     p = rigbook("bench", url, "--profile", "quick", "--concurrency", "2", "--warmup", "0", "--out", str(out), "--json")

@@ -1,6 +1,8 @@
-"""`rigbook up` with the embedded recipe and the real llama.cpp server, then smoke, status, a refused second up, down."""
+"""`rigbook up` with the embedded recipe and the real llama.cpp server, then smoke, status, a bench at
+concurrency 2, a refused second up, down."""
 
 import json
+from pathlib import Path
 
 import psutil
 import pytest
@@ -10,7 +12,7 @@ from tests.launch.helpers import rigbook
 
 
 @pytest.mark.e2e
-def test_up_smoke_status_down_leaves_nothing_behind():
+def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
     port = free_port()
     done = rigbook("up", "--yes", "--port", str(port), "--name", "e2e", "--timeout", "180")
     assert done.returncode == 0, done.stderr + done.stdout
@@ -24,6 +26,17 @@ def test_up_smoke_status_down_leaves_nothing_behind():
         assert [(r["name"], r["port"], r["healthy"]) for r in runs] == [("e2e", port, True)]
         pid = runs[0]["pid"]
         assert psutil.pid_exists(pid)
+
+        # The launcher makes llama-cpp-python queue a second request instead of
+        # cutting the first one short: both streams of a concurrency-2 cell are whole.
+        out = tmp_path / "c2.json"
+        bench = rigbook("bench", f"http://127.0.0.1:{port}", "--profile", "quick", "--concurrency", "2",
+                        "--recipe", "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp", "--out", str(out), "--json")
+        assert bench.returncode == 0, bench.stdout + bench.stderr
+        result = json.loads(out.read_text())
+        assert result["cells"][0]["valid"] and result["cells"][0]["metrics"]["requests_ok"] == 2
+        # llama-cpp-python answers owned_by "me": the recipe's engine is what gets recorded.
+        assert (result["conditions"]["engine"], result["conditions"]["engine_version"]) == ("llama.cpp", "0.3.36")
 
         second = rigbook("up", "--yes", "--port", str(free_port()), "--name", "again", "--json")
         assert second.returncode == 2

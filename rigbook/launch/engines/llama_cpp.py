@@ -54,13 +54,18 @@ class LlamaCppEngine(Engine):
         return [step(StepKind.engine, f"engine: pip package {wanted}{version}", [found, f"runs with {sys.executable}"])]
 
     def command(self, recipe: Recipe, spec: LlamaCppLaunch, target: Target) -> LaunchCommand:
-        args, _ = drop_options(spec.args, {"--host", "--port", "--model", "--model_alias", "--n_ctx", "--n_gpu_layers"})
+        args, _ = drop_options(spec.args, {"--host", "--port", "--model", "--model_alias", "--n_ctx", "--n_gpu_layers",
+                                           "--interrupt_requests"})
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path(spec, target)),
                 "--model_alias", self.model_id(recipe, spec) or "model", "--host", target.host, "--port", str(target.port)]
         if spec.n_ctx:
             argv += ["--n_ctx", str(spec.n_ctx)]
         # GPU builds offload layers; on the CPU slot nothing is offloaded.
         argv += ["--n_gpu_layers", str(spec.n_gpu_layers if spec.n_gpu_layers is not None else -1) if target.gpus else "0"]
+        # The server runs one request at a time; by default a new request cuts
+        # the running stream short. Queue instead, so concurrent clients (and
+        # rigbook bench) get whole replies.
+        argv += ["--interrupt_requests", "False"]
         return LaunchCommand(argv=argv + args, env=cuda_env(target))
 
     def missing(self, spec: LlamaCppLaunch) -> str | None:
