@@ -1,0 +1,44 @@
+"""Compare two results that `rigbook bench` measured against real servers (the synthetic one, over HTTP)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigbook.compare import compare_refs
+from rigbook.compare.render_md import render_md
+from tests.bench.helpers import bench, start_synthetic
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """The same bench against a server streaming 400 tok/s and one streaming 200 tok/s."""
+    out = tmp_path_factory.mktemp("measured")
+    paths = []
+    for rate in (400, 200):
+        proc, url = start_synthetic("--rate", str(rate), "--falloff", "0")
+        try:
+            bench(url, out / f"rate-{rate}.json", concurrency=[1, 2], requests=2, max_tokens=80)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        paths.append(out / f"rate-{rate}.json")
+    return paths
+
+
+def test_twice_the_stream_rate_reads_as_twice_the_throughput(measured):
+    fast, slow = measured
+    pair = compare_refs([str(fast), str(slow)]).pairs[0]
+    assert [p.concurrency for p in pair.points] == [1, 2]
+    for point in pair.points:
+        assert point.decode_ratio_pct == pytest.approx(200, rel=0.1)
+        throughput = next(v for v in point.verdicts if v.aspect == "throughput")
+        # Same model, profile, client and (absent) rig: like for like, at most with caveats.
+        assert throughput.verdict != "not comparable", throughput.reasons
+    efficiency = next(v for v in pair.verdicts if v.aspect == "power_efficiency")
+    assert efficiency.verdict == "not comparable"  # no GPU, no measured energy
+
+
+def test_markdown_names_both_results(measured):
+    fast, slow = measured
+    text = render_md(compare_refs([str(fast), str(slow)]))
+    assert "rate-400.json" in text and "rate-200.json" in text and "throughput" in text
