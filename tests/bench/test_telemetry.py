@@ -94,3 +94,55 @@ def test_no_gpu_is_recorded_as_unavailable_with_reason():
 
 def test_throttle_reason_bits_are_named():
     assert throttle_names(0x4 | 0x40) == ("sw_power_cap", "hw_thermal_slowdown")
+
+
+class TwoCards:
+    """Two replayed cards behind the reader interface, as NVML shows a two-GPU rig: card 1 replays the same
+    H200 trace 1 s earlier and is capped at 600 W, so each card's readings differ."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.cards = [ReplayReader.from_fixture(FIXTURE, clock=clock),
+                      ReplayReader.from_fixture(FIXTURE, clock=lambda: clock.t - 1.0, power_limit_w=600.0)]
+        self.clock, self.source = clock, "replay:two-cards"
+
+    def gpu_count(self) -> int:
+        return 2
+
+    def name(self, i: int) -> str | None:
+        return self.cards[i].name(0)
+
+    def power_limit_w(self, i: int) -> float | None:
+        return self.cards[i].power_limit_w(0)
+
+    def sample(self, i: int):
+        return self.cards[i].sample(0)
+
+    def energy_mj(self, i: int) -> float | None:
+        return self.cards[i].energy_mj(0)
+
+
+def test_two_cards_keep_per_card_limits_apart_from_summed_draw_and_energy():
+    data = json.loads(FIXTURE.read_text())
+    lo, hi = data["load_window"]
+    clock = Clock(lo)
+    sampler = Sampler(TwoCards(clock))
+    sampler.begin()
+    for s in data["samples"]:
+        if lo < s["t"] < hi:
+            clock.t = s["t"]
+            sampler.sample_once()
+    clock.t = hi
+    tel = sampler.end()
+    card0, card1 = tel.gpus
+    assert [g.index for g in tel.gpus] == [0, 1]
+    # Each card's own limit, listed per card: never added up.
+    assert tel.power_limit_w_per_gpu == [700.0, 600.0] and (card0.power_limit_w, card1.power_limit_w) == (700.0, 600.0)
+    # The draw and the energy are summed over cards, under names that say so.
+    assert tel.power_draw_w_total_mean == card0.power_draw_w.mean + card1.power_draw_w.mean
+    assert tel.power_draw_w_total_mean > max(tel.power_limit_w_per_gpu)
+    expected = [(_counter_at(data["samples"], hi - d) - _counter_at(data["samples"], lo - d)) / 1000.0 for d in (0.0, 1.0)]
+    assert abs(card0.energy_j - expected[0]) < 1e-6 and abs(card1.energy_j - expected[1]) < 1e-6
+    assert abs(tel.energy_j_total - sum(expected)) < 1e-6
+    run = sampler.run_summary()
+    assert [g.energy_j for g in run.gpus] == [card0.energy_j, card1.energy_j]
+    assert run.power_limit_w_per_gpu == [700.0, 600.0] and abs(run.energy_j_total - sum(expected)) < 1e-6
