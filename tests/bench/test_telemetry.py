@@ -21,11 +21,12 @@ class Clock:
         return self.t
 
 
-def _replay_cell():
+def _replay_cell(reader=lambda clock: ReplayReader.from_fixture(FIXTURE, clock=clock)):
+    """One cell over the fixture's load window, sampled at each recorded moment."""
     data = json.loads(FIXTURE.read_text())
     lo, hi = data["load_window"]
     clock = Clock(data["samples"][0]["t"])
-    sampler = Sampler(ReplayReader.from_fixture(FIXTURE, clock=clock))
+    sampler = Sampler(reader(clock))
     clock.t = lo
     sampler.begin()
     for s in data["samples"]:
@@ -122,17 +123,8 @@ class TwoCards:
 
 
 def test_two_cards_keep_per_card_limits_apart_from_summed_draw_and_energy():
-    data = json.loads(FIXTURE.read_text())
+    data, sampler, tel = _replay_cell(TwoCards)
     lo, hi = data["load_window"]
-    clock = Clock(lo)
-    sampler = Sampler(TwoCards(clock))
-    sampler.begin()
-    for s in data["samples"]:
-        if lo < s["t"] < hi:
-            clock.t = s["t"]
-            sampler.sample_once()
-    clock.t = hi
-    tel = sampler.end()
     card0, card1 = tel.gpus
     assert [g.index for g in tel.gpus] == [0, 1]
     # Each card's own limit, listed per card: never added up.
