@@ -9,7 +9,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export RIGBOOK_HOME="${RIGBOOK_HOME:-/tmp/rigbook-home}"
 RB="python3 -m rigbook"
 mkdir -p "$OUT/extra"
-run() { echo "+ $*"; "$@"; echo "rc=$?"; }
+run() { echo "+ $*" >&2; "$@"; echo "rc=$?" >&2; }
 run nvidia-smi --query-gpu=name,driver_version,power.limit,power.default_limit,clocks.max.sm --format=csv
 run $RB rig --json --save "$OUT/rig.json" > "$OUT/extra/rig-stdout.json"
 run $RB check "$SLUG" --json > "$OUT/extra/check-h200.json"; cat "$OUT/extra/check-h200.json"

@@ -9,6 +9,7 @@ ratio is A's figure as a percentage of B's.
 from __future__ import annotations
 
 from itertools import combinations
+from pathlib import PurePath
 
 from rigbook.compare.derived import derive
 from rigbook.compare.model import Comparison, PairComparison, PointPair, Side, Source
@@ -59,8 +60,22 @@ def compare_pair(a: Source, b: Source) -> PairComparison:
     )
 
 
+def distinct_names(sources: list[Source]) -> list[Source]:
+    """Sources whose names are all different: two files called result.json are told apart by
+    as many of their folders as it takes (h200/result.json, cpu/result.json)."""
+    depth = 1
+    while True:
+        names = [s.name if s.kind == "recipe" else "/".join(PurePath(s.ref).parts[-depth:]) for s in sources]
+        longest = max(len(PurePath(s.ref).parts) for s in sources)
+        if len(set(names)) == len(names) or depth >= longest:
+            break
+        depth += 1
+    return [s.model_copy(update={"name": n}) for s, n in zip(sources, names)]
+
+
 def compare_sources(sources: list[Source]) -> Comparison:
     """Every pair of sources; at least one pair must line up somewhere."""
+    sources = distinct_names(sources)
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
     if not any(p.points for p in pairs):
         raise InputError("E_NOT_COMPARABLE", "no perf points line up: none share a concurrency (and context length)",

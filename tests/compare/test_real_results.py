@@ -42,3 +42,15 @@ def test_markdown_names_both_results(measured):
     fast, slow = measured
     text = render_md(compare_refs([str(fast), str(slow)]))
     assert "rate-400.json" in text and "rate-200.json" in text and "throughput" in text
+
+
+def test_two_files_of_one_name_are_told_apart_by_their_folders(measured, tmp_path):
+    fast, slow = measured
+    for folder, src in (("h200", fast), ("cpu", slow)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "result.json").write_bytes(src.read_bytes())
+    comparison = compare_refs([str(tmp_path / "h200" / "result.json"), str(tmp_path / "cpu" / "result.json")])
+    assert [s.name for s in comparison.sources] == ["h200/result.json", "cpu/result.json"]
+    assert comparison.sources[0].content_hash != comparison.sources[1].content_hash
+    text = render_md(comparison)
+    assert "## h200/result.json vs cpu/result.json" in text
