@@ -27,12 +27,21 @@ def _summary_row(recipe: Recipe) -> dict:
 
 
 def _table(recipes: list[Recipe]) -> None:
-    table = Table(title=f"{len(recipes)} recipe(s)")
-    table.add_column("slug", no_wrap=True, overflow="fold")
+    rows = [_summary_row(r) for r in recipes]
+    widest = max((len(row["slug"]) for row in rows), default=0)
+    if console.width < widest + 50:
+        # Too narrow for a table that keeps slugs whole (they are for copying): one recipe per two lines.
+        console.print(f"{len(rows)} recipe(s)")
+        for row in rows:
+            console.print(f"[bold]{row['slug']}[/]", soft_wrap=True)
+            console.print(f"  {row['engine'] or '?'} · {row['gpus']} GPU(s) · {row['card']} · "
+                          f"{row['points']} perf point(s)")
+        return
+    table = Table(title=f"{len(rows)} recipe(s)")
+    table.add_column("slug", no_wrap=True)
     for name in ("engine", "GPUs", "card", "perf points"):
         table.add_column(name)
-    for r in recipes:
-        row = _summary_row(r)
+    for row in rows:
         table.add_row(row["slug"], row["engine"] or "?", str(row["gpus"]), row["card"], str(row["points"]))
     console.print(table)
 

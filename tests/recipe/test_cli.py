@@ -48,3 +48,15 @@ def test_search_and_hash():
     assert hashed.returncode == 0 and hashed.stdout.startswith("sha256:")
     unknown = rigbook("recipes", "show", "no-such-recipe")
     assert unknown.returncode == 2 and "E_RECIPE_NOT_FOUND" in unknown.stderr
+
+
+def test_list_keeps_every_slug_whole_on_a_narrow_and_a_wide_terminal():
+    import os
+
+    slugs = [r["slug"] for r in json.loads(rigbook("recipes", "list", "--json").stdout)]
+    for columns in ("80", "160"):
+        done = subprocess.run([sys.executable, "-m", "rigbook", "recipes", "list"], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "COLUMNS": columns})
+        assert done.returncode == 0, done.stderr
+        assert all(len(line) <= int(columns) for line in done.stdout.splitlines())
+        assert all(slug in done.stdout for slug in slugs), done.stdout
