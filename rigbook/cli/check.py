@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.table import Table
+from rich.padding import Padding
 
 from rigbook.cli.output import JsonOption, console, emit, handled
 from rigbook.errors import InputError
@@ -28,15 +28,18 @@ def parse_gpus(text: str | None) -> list[int] | None:
 
 
 def render_report(report: CheckReport) -> None:
-    """The findings as a table, then one verdict line."""
+    """Each finding as a block (code, severity, GPUs; the message; the remedy), then one verdict line.
+
+    Blocks rather than a table: messages carry numbers and NVML status names that a narrow
+    table column would cut short."""
     where = f"{report.hostname} ({report.rig_source})"
     on = f"GPUs {', '.join(map(str, report.gpus))}" if report.gpus else "no GPU"
-    if report.findings:
-        table = Table("code", "severity", "GPUs", "message", "remedy", show_lines=True)
-        for f in report.findings:
-            style = _STYLE[f.severity.value]
-            table.add_row(f"[{style}]{f.code}[/]", f.severity.value, ",".join(map(str, f.gpus)) or "-", f.message, f.remedy)
-        console.print(table)
+    for f in report.findings:
+        style = _STYLE[f.severity.value]
+        gpus = f" · GPUs {','.join(map(str, f.gpus))}" if f.gpus else ""
+        console.print(f"[{style}]{f.code}[/] {f.severity.value}{gpus}", highlight=False)
+        console.print(Padding(f.message, (0, 0, 0, 2)), highlight=False)
+        console.print(Padding(f"[dim]remedy:[/] {f.remedy}", (0, 0, 1, 2)), highlight=False)
     errors = sum(1 for f in report.findings if f.blocks)
     verdict = "[green]ok[/]" if report.ok else f"[bold red]{errors} error(s)[/]"
     console.print(f"{report.recipe} on {where}, {on}: {verdict}", highlight=False)

@@ -6,6 +6,7 @@ from itertools import combinations
 from pathlib import Path
 
 import typer
+from rich.padding import Padding
 from rich.table import Table
 
 from rigbook.cli.output import JsonOption, console, emit, handled
@@ -19,6 +20,10 @@ def _num(value: float | int | None, unit: str = "") -> str:
     return "?" if value is None else f"{value:g}{unit}"
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
 def render_rig(rig: Rig) -> None:
     """Print a Rig as a few lines and tables."""
     h = rig.host
@@ -29,14 +34,15 @@ def render_rig(rig: Rig) -> None:
     if not rig.gpus:
         console.print(f"[yellow]no GPU[/]: {rig.reason}", highlight=False)
     else:
-        table = Table("GPU", "name", "free / total MiB", "power W (enforced / default / max)", "draw W", "°C", "util %",
-                      "processes", "CC")
+        # A block per GPU: names and power figures are too long for an 80-column table.
         for g in rig.gpus:
-            table.add_row(str(g.index), g.name or "?", f"{_num(g.memory_free_mib)} / {_num(g.memory_total_mib)}",
-                          f"{_num(g.power_enforced_limit_w)} / {_num(g.power_default_limit_w)} / {_num(g.power_max_limit_w)}",
-                          _num(g.power_draw_w), _num(g.temperature_c), _num(g.utilization_gpu_pct),
-                          str(len(g.processes)), g.compute_capability or "?")
-        console.print(table)
+            console.print(f"[bold]GPU {g.index}[/] {g.name or '?'} · CC {g.compute_capability or '?'} · "
+                          f"{g.pci_bus_id or '?'}", highlight=False)
+            console.print(Padding(f"memory {_num(g.memory_free_mib)} free of {_num(g.memory_total_mib)} MiB · power limit "
+                          f"{_num(g.power_enforced_limit_w, ' W')} enforced (default {_num(g.power_default_limit_w)}, "
+                          f"max {_num(g.power_max_limit_w)}) · draw {_num(_round(g.power_draw_w), ' W')} · "
+                          f"{_num(g.temperature_c, ' °C')} · util {_num(g.utilization_gpu_pct, ' %')} · "
+                          f"{len(g.processes)} process(es)", (0, 0, 0, 2)), highlight=False)
     if rig.pairs:
         pairs = Table("pair", "read", "write", "nvlink", "atomics", "topology")
         for p in rig.pairs:
