@@ -14,6 +14,13 @@ def num(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
+def rate(value: float | None, compact: bool) -> str:
+    """A tok/s cell; compact: whole numbers from 100 up, no thousands separator."""
+    if not compact or value is None:
+        return num(value)
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
+
+
 def pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}%"
 
@@ -28,27 +35,45 @@ def source_line(letter: str, source: Source) -> str:
     return text
 
 
-def ceiling_cell(side: Side) -> str:
-    """'1.2% of ≤56,900' or '—'."""
+def ceiling_cell(side: Side, compact: bool = False) -> str:
+    """'1.2% of ≤56,900' (compact: '1.2%', the ceiling goes in :func:`ceiling_line`) or '—'."""
     roof = side.derived.roofline
-    return "—" if roof is None else f"{roof.pct_of_ceiling:.1f}% of ≤{roof.ceiling_tok_s:,.0f}"
+    if roof is None:
+        return "—"
+    return f"{roof.pct_of_ceiling:.1f}%" if compact else f"{roof.pct_of_ceiling:.1f}% of ≤{roof.ceiling_tok_s:,.0f}"
 
 
-def columns(pair: PairComparison) -> list[tuple[str, Callable[[PointPair], str]]]:
-    """(header, cell) per column; the energy and ceiling columns only when some point has them."""
-    cols: list[tuple[str, Callable[[PointPair], str]]] = [
-        ("conc", lambda p: str(p.concurrency)),
-        ("ctx", lambda p: "—" if p.context_len is None else str(p.context_len)),
-        ("A tok/s", lambda p: num(p.a.point.decode_tok_s)),
-        ("B tok/s", lambda p: num(p.b.point.decode_tok_s)),
+def ceiling_line(pair: PairComparison) -> str | None:
+    """The ceilings the compact cells are a share of: 'bandwidth ceiling, tok/s: A ≤56,889 (c1), …'."""
+    parts = []
+    for letter in ("a", "b"):
+        found = [f"≤{s.derived.roofline.ceiling_tok_s:,.0f} ({point_key(p)})" for p in pair.points
+                 if (s := getattr(p, letter)).derived.roofline is not None]
+        if found:
+            parts.append(f"{letter.upper()} " + ", ".join(found))
+    return "bandwidth ceiling, tok/s: " + "; ".join(parts) if parts else None
+
+
+def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Callable[[PointPair], str]]]:
+    """(header, cell) per column; the energy and ceiling columns only when some point has them.
+
+    ``compact`` (the terminal) leaves out a context column with no context in it and shortens
+    the ceiling cells, so the table fits 80 columns."""
+    cols: list[tuple[str, Callable[[PointPair], str]]] = [("conc", lambda p: str(p.concurrency))]
+    if not compact or any(p.context_len is not None for p in pair.points):
+        cols.append(("ctx", lambda p: "—" if p.context_len is None else str(p.context_len)))
+    cols += [
+        ("A tok/s", lambda p: rate(p.a.point.decode_tok_s, compact)),
+        ("B tok/s", lambda p: rate(p.b.point.decode_tok_s, compact)),
         ("A/B", lambda p: pct(p.decode_ratio_pct)),
-        ("A per GPU", lambda p: num(p.a.derived.decode_tok_s_per_gpu)),
-        ("B per GPU", lambda p: num(p.b.derived.decode_tok_s_per_gpu)),
+        ("A per GPU", lambda p: rate(p.a.derived.decode_tok_s_per_gpu, compact)),
+        ("B per GPU", lambda p: rate(p.b.derived.decode_tok_s_per_gpu, compact)),
     ]
     if any(s.derived.tok_s_per_w is not None for p in pair.points for s in (p.a, p.b)):
         cols += [("A tok/s/W", lambda p: num(p.a.derived.tok_s_per_w, 3)), ("B tok/s/W", lambda p: num(p.b.derived.tok_s_per_w, 3))]
     if any(s.derived.roofline is not None for p in pair.points for s in (p.a, p.b)):
-        cols += [("A of BW ceiling", lambda p: ceiling_cell(p.a)), ("B of BW ceiling", lambda p: ceiling_cell(p.b))]
+        cols += [("A % of BW ceiling" if compact else "A of BW ceiling", lambda p: ceiling_cell(p.a, compact)),
+                 ("B % of BW ceiling" if compact else "B of BW ceiling", lambda p: ceiling_cell(p.b, compact))]
     return cols
 
 

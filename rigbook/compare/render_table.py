@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from rigbook.compare.model import Comparison
-from rigbook.compare.present import columns, figure_line, missing_notes, reason_lines, source_line
+from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, reason_lines, source_line
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 
@@ -20,11 +21,18 @@ def render_table(comparison: Comparison, console: Console) -> None:
         if not pair.points:
             console.print("[red]no points line up[/]", highlight=False)
         else:
-            cols = columns(pair)
-            table = Table(*(header for header, _ in cols))
+            cols = columns(pair, compact=True)
+            # Two-line headers and a light box: eleven columns of numbers inside 80 characters.
+            table = Table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
+            for header, _ in cols:
+                split = header.replace(" of BW ", " of\nBW ") if "BW" in header else header.replace(" ", "\n", 1)
+                table.add_column(split, justify="right", no_wrap=True)
             for p in pair.points:
                 table.add_row(*(cell(p) for _, cell in cols))
             console.print(table)
+            ceilings = ceiling_line(pair)
+            if ceilings:
+                console.print(f"[dim]{ceilings}[/]", highlight=False)
         for verdict in pair.verdicts:
             colour = COLOURS[verdict.verdict]
             console.print(f"[bold]{verdict.title}[/]: [{colour}]{verdict.verdict}[/]", highlight=False)

@@ -65,9 +65,12 @@ def test_run_level_conditions_fill_what_points_leave_null(tmp_path):
 
 
 def test_cli_shows_the_energy_column_and_why_one_side_has_none(with_energy, without_energy):
-    out = runner.invoke(app, ["compare", str(with_energy), str(without_energy)], env={"COLUMNS": "220"})
+    out = runner.invoke(app, ["compare", str(with_energy), str(without_energy)], env={"COLUMNS": "80"})
     assert out.exit_code == 0, out.output
-    assert "A tok/s/W" in out.output and "1.111" in out.output
+    # Eleven columns fit an 80-column terminal: headers and numbers whole, none cut to '…'.
+    assert "tok/s/W" in out.output and "1.111" in out.output and "BW ceiling" in out.output
+    assert "…" not in out.output and all(len(line) <= 80 for line in out.output.splitlines())
+    assert "bandwidth ceiling, tok/s: A ≤" in out.output
     assert "B tok/s per W: no measured energy (a power limit is a cap, not a draw)" in out.output
     assert "hash" in out.output and "verified" in out.output
 
