@@ -27,12 +27,12 @@ def parse_gpus(text: str | None) -> list[int] | None:
         raise InputError("E_INPUT", f"--gpus {text!r} is not a list of GPU indices", "Write it like --gpus 0,1.") from None
 
 
-def render_report(report: CheckReport) -> None:
+def render_report(report: CheckReport, rig_file: Path | None = None) -> None:
     """Each finding as a block (code, severity, GPUs; the message; the remedy), then one verdict line.
 
     Blocks rather than a table: messages carry numbers and NVML status names that a narrow
     table column would cut short."""
-    where = f"{report.hostname} ({report.rig_source})"
+    where = f"{report.hostname} (saved rig {rig_file})" if rig_file else f"{report.hostname} ({report.rig_source})"
     on = f"GPUs {', '.join(map(str, report.gpus))}" if report.gpus else "no GPU"
     for f in report.findings:
         style = _STYLE[f.severity.value]
@@ -64,6 +64,6 @@ def register(app: typer.Typer) -> None:
             loaded = resolve_recipe(recipe)
             rig = load_rig(rig_file) if rig_file is not None else probe_rig(models_dir)
             report = check_recipe(loaded, rig, gpus=picked, port=port, models_dir=models_dir, p2p_test=p2p_test)
-            emit(report, as_json, lambda: render_report(report))
+            emit(report, as_json, lambda: render_report(report, rig_file))
         if not report.ok:
             raise typer.Exit(2)
