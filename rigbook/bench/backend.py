@@ -100,6 +100,15 @@ def _apply_event(raw: RawRequest, data: dict, now: float) -> None:
             raw.reasoning_tokens_reported = details["reasoning_tokens"]
 
 
+def _stamp_sent(raw: RawRequest):
+    """An httpcore trace hook that moves ``raw.sent`` to the moment the request starts onto the wire,
+    so a TTFT leaves out the time this client spent queueing it behind its own other requests."""
+    async def trace(event: str, info: dict) -> None:
+        if event == "http11.send_request_headers.started":
+            raw.sent = time.perf_counter()
+    return trace
+
+
 async def stream_chat(client: httpx.AsyncClient, url: str, body: dict, stall_timeout_s: float,
                       raw: RawRequest | None = None) -> RawRequest:
     """Send one streaming chat request into ``raw``; never raises for a failed request, it says why in ``error``.
@@ -110,7 +119,8 @@ async def stream_chat(client: httpx.AsyncClient, url: str, body: dict, stall_tim
     timeout = httpx.Timeout(connect=10.0, read=stall_timeout_s, write=10.0, pool=None)
     saw_done = False
     try:
-        async with client.stream("POST", url.rstrip("/") + "/v1/chat/completions", json=body, timeout=timeout) as resp:
+        async with client.stream("POST", url.rstrip("/") + "/v1/chat/completions", json=body, timeout=timeout,
+                                 extensions={"trace": _stamp_sent(raw)}) as resp:
             if resp.status_code >= 400:
                 text = (await resp.aread()).decode("utf-8", "replace")[:300]
                 raw.error = f"http_{resp.status_code}: {text}"
