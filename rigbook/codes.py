@@ -130,6 +130,8 @@ _ALL = [
     # machine
     _c("E_DISK_FULL", "error", "io", "A file could not be written: the disk is full or read-only.",
        "Free space on that disk or point RIGBOOK_HOME / `--out` elsewhere; what was already written is kept."),
+    _c("E_FILE", "error", "io", "A file or folder could not be read or written: it is missing, or not yours to write.",
+       "Check the path exists and is writable (the folder of `--out` / `--save`, RIGBOOK_HOME), or pick another."),
     _c("E_INTERNAL", "error", "internal", "An unexpected failure inside rigbook.",
        "Re-run with RIGBOOK_DEBUG=1 for the traceback and report it."),
 ]

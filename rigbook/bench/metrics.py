@@ -20,7 +20,7 @@ from rigbook.bench.result import (
 )
 
 # Weakest last: a cell reports the weakest source any of its requests used.
-_SOURCE_ORDER: list[TokenSource] = ["server_continuous", "server_final", "client_fallback"]
+_SOURCE_ORDER: list[TokenSource] = ["server_continuous", "server_final", "client_length", "client_fallback"]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -44,7 +44,7 @@ def distribution(values: list[float]) -> Distribution:
                         p99=percentile(vals, 99))
 
 
-def attribute_tokens(raw: RawRequest) -> TokenSource:
+def attribute_tokens(raw: RawRequest, max_tokens: int | None = None) -> TokenSource:
     """Give every chunk its token count; returns the source the counts came from."""
     if raw.continuous:
         prev = 0
@@ -64,6 +64,13 @@ def attribute_tokens(raw: RawRequest) -> TokenSource:
         for ch in raw.chunks:
             ch.tokens = each
         return "server_final"
+    if max_tokens and raw.finish_reason == "length" and raw.chunks and raw.error is None:
+        # No usage, but the server says it stopped at the limit: the total is max_tokens, however
+        # many tokens each chunk carried (counting chunks would under-count multi-token chunks).
+        each = max_tokens / len(raw.chunks)
+        for ch in raw.chunks:
+            ch.tokens = each
+        return "client_length"
     for ch in raw.chunks:
         ch.tokens = 1.0
     return "client_fallback"
@@ -72,7 +79,7 @@ def attribute_tokens(raw: RawRequest) -> TokenSource:
 def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: float, max_tokens: int,
               hold_length: bool, window: tuple[float, float] | None = None) -> RequestRecord:
     """One request's record; ``t0`` is the cell start on the same clock as ``raw``."""
-    source = attribute_tokens(raw)
+    source = attribute_tokens(raw, max_tokens)
     chunks = raw.chunks
     output = sum(ch.tokens for ch in chunks)
     reasoning = raw.reasoning_tokens_reported
@@ -81,11 +88,10 @@ def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: 
     error = raw.error
     cut = raw.cancelled and error is None
     if error is None and not cut:
-        # One-per-chunk fallback under-counts multi-token chunks, so there the server's "length" finish is the proof.
         counted_short = round(output) < max_tokens
         if not chunks:
             error = f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); a server that serves one request at a time may have dropped it"
-        elif hold_length and counted_short and (source != "client_fallback" or raw.finish_reason != "length"):
+        elif hold_length and counted_short:
             error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
     first = chunks[0].t if chunks else None
     last = chunks[-1].t if chunks else None

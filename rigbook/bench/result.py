@@ -22,7 +22,7 @@ from rigbook.rig.model import RigSummary
 
 RESULT_SCHEMA_VERSION = 1
 
-TokenSource = Literal["server_continuous", "server_final", "client_fallback"]
+TokenSource = Literal["server_continuous", "server_final", "client_length", "client_fallback"]
 
 
 class Model(BaseModel):

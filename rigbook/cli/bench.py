@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
         with handled(as_json):
+            from rigbook.bench.endpoint import base_url, is_local
             from rigbook.bench.profiles import get_profile
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.runner import BenchSpec, run_bench
@@ -72,14 +73,18 @@ def register(app: typer.Typer) -> None:
                                  "Use --requests N for burst mode or --duration S for sustained mode.")
             prof = get_profile(profile)
             target = out or state_dir("results") / f"bench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-            spec = BenchSpec(url=url, model=model, profile=prof, concurrency=_levels(concurrency), max_tokens=max_tokens,
+            spec = BenchSpec(url=base_url(url), model=model, profile=prof, concurrency=_levels(concurrency), max_tokens=max_tokens,
                              requests=requests, duration_s=duration, warmup=warmup, stall_timeout_s=stall_timeout,
                              recipe_slug=recipe, out=target, **_recipe(recipe))
-            try:
-                rig, rig_why = probe_rig().summary(), None
-            except Exception as exc:  # noqa: BLE001 - a failed probe must not stop a bench; it is recorded
-                rig, rig_why = None, f"{type(exc).__name__}: {exc}"
-            reader, why = open_reader()
+            if is_local(spec.url):
+                try:
+                    rig, rig_why = probe_rig().summary(), None
+                except Exception as exc:  # noqa: BLE001 - a failed probe must not stop a bench; it is recorded
+                    rig, rig_why = None, f"{type(exc).__name__}: {exc}"
+                reader, why = open_reader()
+            else:
+                why = f"the endpoint is on another host ({spec.url}): this machine's GPUs say nothing about it"
+                rig, rig_why, reader = None, why, None
             live = LiveProgress(enabled=not as_json)
             with live:
                 result = asyncio.run(run_bench(spec, rig=rig, rig_unavailable=rig_why, sampler=Sampler(reader, why),

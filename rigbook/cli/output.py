@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -68,10 +69,13 @@ def handled(as_json: bool = False) -> Iterator[None]:
         report_error(exc, as_json)
         raise typer.Exit(exc.exit_code) from None
     except OSError as exc:
-        if exc.errno in (28, 30):  # ENOSPC, EROFS
+        if exc.errno in (errno.ENOSPC, errno.EROFS):
             report_error(RigbookError("E_DISK_FULL", f"could not write: {exc}"), as_json)
-            raise typer.Exit(2) from None
-        raise
+        elif exc.filename is not None:  # a path the user named or configured, not an internal fault
+            report_error(RigbookError("E_FILE", f"{exc.strerror or exc}: {exc.filename}"), as_json)
+        else:
+            raise
+        raise typer.Exit(2) from None
 
 
 def run_main(app: typer.Typer) -> None:

@@ -110,7 +110,7 @@ class PerfConditions(Record):
     reply_tokens: int | None = Field(default=None, ge=1, description="Reply length asked for, in tokens.")
     reply_length_held: bool | None = Field(default=None, description="Replies were held to reply_tokens (ignore_eos/min_tokens) and verified.")
     thinking: bool | None = Field(default=None, description="Reasoning/thinking enabled.")
-    token_count_source: Literal["server_continuous", "server_final", "client_fallback", "reported"] | None = None
+    token_count_source: Literal["server_continuous", "server_final", "client_length", "client_fallback", "reported"] | None = None
     bench_tool: str | None = None
     bench_tool_version: str | None = None
     workload: str | None = Field(default=None, description="Prompt kind, e.g. 'prose'.")

@@ -70,6 +70,34 @@ def test_bad_input_is_a_coded_error(url, tmp_path):
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT"
     p = rigbook("report", str(tmp_path / "missing.json"))
     assert p.returncode == 2 and "error[E_RESULT_INVALID]" in p.stderr
+    p = rigbook("bench", "notaurl", "--json")
+    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT"
+    p = rigbook("bench", url, "--model", "synthetic", "--out", "/proc/no/r.json", "--json")
+    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_FILE" and "Traceback" not in p.stderr
+
+
+def test_a_base_url_with_v1_works(url, tmp_path):
+    out = tmp_path / "r.json"
+    p = rigbook("bench", url + "/v1/", "--model", "synthetic", "--profile", "quick", "--concurrency", "1", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert load_result(out).conditions.url == url
+
+
+def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeypatch):
+    """This machine's GPUs say nothing about a server elsewhere: neither is recorded, and why is."""
+    from typer.testing import CliRunner
+
+    import rigbook.bench.endpoint
+    from rigbook.cli.app import app
+
+    monkeypatch.setattr(rigbook.bench.endpoint, "is_local", lambda u: False)
+    out = tmp_path / "r.json"
+    done = CliRunner().invoke(app, ["bench", url, "--model", "synthetic", "--profile", "quick", "--concurrency", "1",
+                                    "--out", str(out), "--json"])
+    assert done.exit_code == 0, done.output
+    result = load_result(out)
+    assert result.conditions.rig is None and "another host" in result.conditions.rig_unavailable
+    assert not result.telemetry.available and "another host" in result.telemetry.reason
 
 
 def _start_long_bench(url: str, out: Path) -> subprocess.Popen:

@@ -68,19 +68,16 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
     assert verify_hash(loaded) and loaded == result
 
 
-@pytest.mark.parametrize("model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_fallback")])
+@pytest.mark.parametrize("model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_length")])
 def test_token_source_is_recorded(server, tmp_path, model, source):
     s, url = server
     result = bench(url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90)
     cell = result.cells[0]
     assert cell.valid and cell.token_count_source == source
-    served = record(url)
-    if source == "server_final":
-        assert all(r.output_tokens == 90 for r in cell.requests)
-        for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in served)):
-            assert within(c, sv, 0.01)
-    else:  # one token per chunk: counted as chunks, labelled so
-        assert all(r.output_tokens == 30 == r.chunks for r in cell.requests)
+    # Three tokens a chunk: with the final usage, or with none but a "length" finish, every token counts.
+    assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
+    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url))):
+        assert within(c, sv, 0.01)
 
 
 def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
