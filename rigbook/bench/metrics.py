@@ -143,11 +143,13 @@ def build_cell(*, index: int, mode: str, concurrency: int, records: list[Request
     span from the first send to the last token.
     """
     failed = [r for r in records if not r.ok]
-    done = [r for r in records if r.ok and not r.cut_at_window]
+    # Sustained windows cut the streams still running at their end; those streams measured
+    # honestly up to the cut, so their rates count (a window shorter than one reply has no others).
+    done = [r for r in records if r.ok and (mode == "sustained" or not r.cut_at_window)]
     reasons = [f"request {r.index}: {r.error}" for r in failed]
     if cut_short:
         reasons.append("cut short: the run was stopped during this cell")
-    if not done and not cut_short and not failed:
+    if mode == "burst" and not done and not cut_short and not failed:
         reasons.append("no request completed")
     if mode == "burst":
         tokens = sum(r.output_tokens for r in done)
@@ -155,8 +157,10 @@ def build_cell(*, index: int, mode: str, concurrency: int, records: list[Request
         starts = [r.sent_s for r in done]
         span = (max(ends) - min(starts)) if ends and starts else None
     else:
-        tokens = round(sum(r.window_tokens or 0 for r in records if r.ok or r.cut_at_window))
+        tokens = round(sum(r.window_tokens or 0 for r in done))
         span = (window[1] - window[0]) if window else None
+        if not tokens and not cut_short and not failed:
+            reasons.append("no stream gave a token inside the window")
     aggregate = tokens / span if span and span > 0 else None
     ttft = [1000.0 * (r.first_token_s - r.sent_s) for r in done if r.first_token_s is not None]
     ttfct = [1000.0 * (r.first_content_s - r.sent_s) for r in done if r.first_content_s is not None]

@@ -116,3 +116,18 @@ def test_sustained_counts_only_tokens_inside_the_window(server, tmp_path):
     # Each of the 2 streams runs at 400/1.25 = 320 tok/s; the window begins with a 30 ms TTFT.
     assert 0.85 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
     assert cell.metrics.tokens_in_window == round(sum(r.window_tokens for r in cell.requests))
+
+
+def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
+    """400 tokens at 320 tok/s take 1.25 s; a 0.4 s window cuts every stream, and that is no failure."""
+    s, url = server
+    result = bench(url, tmp_path / "r.json", concurrency=[2], duration_s=0.4, max_tokens=400)
+    cell = result.cells[0]
+    assert cell.valid, cell.invalid_reasons
+    assert cell.requests and all(r.cut_at_window for r in cell.requests)
+    assert cell.metrics.requests_ok == 2 and cell.metrics.requests_failed == 0
+    # The cut streams' rates are the server's own (it stopped sending when the client hung up).
+    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url))):
+        assert within(c, sv, 0.02), (c, sv)
+    assert 0.8 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
+    assert [p.concurrency for p in result.perf_points] == [2]
