@@ -65,7 +65,10 @@ def profile_ref(spec: BenchSpec) -> ProfileRef:
     for key, value in (("concurrency", spec.concurrency), ("max_tokens", spec.max_tokens),
                        ("requests_per_level", spec.requests), ("duration_s", spec.duration_s),
                        ("warmup", spec.warmup), ("stall_timeout_s", spec.stall_timeout_s)):
-        if value is not None and value != getattr(p, key, None):
+        default = getattr(p, key, None)
+        same = list(value) == list(default) if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)) \
+            else value == default
+        if value is not None and not same:
             overrides[key] = value
     if spec.duration_s is not None:
         overrides["mode"] = "sustained"

@@ -32,3 +32,14 @@ def test_unknown_profile_is_an_input_error():
     with pytest.raises(InputError) as e:
         get_profile("nope")
     assert e.value.code == "E_INPUT" and "seed" in e.value.remedy
+
+
+def test_only_values_that_differ_from_the_profile_are_overrides(tmp_path):
+    from rigbook.bench.runner import BenchSpec, profile_ref
+
+    seed = get_profile("seed")
+    same = profile_ref(BenchSpec(url="http://x", profile=seed, concurrency=list(seed.concurrency),
+                                 max_tokens=seed.max_tokens, out=tmp_path / "r.json"))
+    assert same.overrides == {}
+    changed = profile_ref(BenchSpec(url="http://x", profile=seed, concurrency=[1, 4, 8], out=tmp_path / "r.json"))
+    assert changed.overrides == {"concurrency": [1, 4, 8]}
