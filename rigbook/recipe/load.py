@@ -91,9 +91,22 @@ def resolve_recipe(ref: str, *, hub: str | None = None) -> Recipe:
     return get_recipe(ref)
 
 
+def _whole_numbers_as_ints(value: Any) -> Any:
+    # The schema reads numbers as floats; a record's 207 must be written back as 207, not 207.0
+    # (the same JSON number, but not the same text, and not what a reader hashing the record sees).
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole_numbers_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers_as_ints(v) for v in value]
+    return value
+
+
 def dump_recipe(recipe: Recipe) -> dict[str, Any]:
-    """The recipe as a JSON value, with exactly the fields it was given (and any set since)."""
-    return recipe.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    """The recipe as a JSON value, with exactly the fields it was given (and any set since);
+    whole numbers are written as integers."""
+    return _whole_numbers_as_ints(recipe.model_dump(mode="json", by_alias=True, exclude_unset=True))
 
 
 def dumps_recipe(recipe: Recipe, *, indent: int | None = 2) -> str:

@@ -14,6 +14,8 @@ from tests.conftest import SEED_RECORD
 def test_seed_record_round_trips_to_the_same_json_value(seed_record):
     recipe = parse_recipe(seed_record)
     assert dump_recipe(recipe) == seed_record
+    # Not only the same value: the same text, numbers included (207 stays 207, not 207.0).
+    assert json.dumps(dump_recipe(recipe), sort_keys=True) == json.dumps(seed_record, sort_keys=True)
 
 
 def test_metrics_stays_a_string_and_is_exposed_parsed(seed_record):
@@ -103,3 +105,13 @@ def test_arbitrary_extra_fields_survive_the_round_trip(extra):
 def test_schema_is_a_json_schema():
     schema = Recipe.model_json_schema(by_alias=True)
     assert "slug" in schema["properties"] and "rigbook" in schema["properties"]
+
+
+def test_hash_follows_the_documented_steps_on_the_raw_record(seed_record):
+    """docs/recipe.md's recipe, applied by hand to the record as published, gives rigbook's hash."""
+    import hashlib
+
+    content = {k: v for k, v in seed_record.items() if k not in ("revision", "links", "created_at", "updated_at", "speeds")}
+    content["perf_points"] = [{k: v for k, v in p.items() if k != "id"} for p in content["perf_points"]]
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert recipe_hash(parse_recipe(seed_record)) == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
