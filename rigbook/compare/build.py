@@ -12,15 +12,14 @@ from itertools import combinations
 from pathlib import PurePath
 
 from rigbook.compare.derived import derive
-from rigbook.compare.model import Comparison, PairComparison, PointPair, Side, Source
+from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.rules import judge
 from rigbook.compare.sources import load_source
 from rigbook.compare.verdict import aspect_verdicts, summarise
 from rigbook.errors import InputError
-from rigbook.recipe.schema import PerfPoint
 
 
-def _lines_up(a: PerfPoint, b: PerfPoint) -> bool:
+def _lines_up(a: ComparedPoint, b: ComparedPoint) -> bool:
     return a.concurrency == b.concurrency and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
 
 
@@ -28,12 +27,12 @@ def _pct(a: float | None, b: float | None) -> float | None:
     return 100.0 * a / b if a is not None and b else None
 
 
-def _label(p: PerfPoint) -> str:
+def _label(p: ComparedPoint) -> str:
     ctx = f", context {p.context_len}" if p.context_len is not None else ""
     return f"concurrency {p.concurrency}{ctx}"
 
 
-def pair_points(a_src: Source, a: PerfPoint, b_src: Source, b: PerfPoint) -> PointPair:
+def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint) -> PointPair:
     """One lined-up pair: derived figures, ratios, rule outcomes and verdicts."""
     side_a = Side(point=a, derived=derive(a, a_src.model))
     side_b = Side(point=b, derived=derive(b, b_src.model))

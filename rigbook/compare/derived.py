@@ -48,6 +48,8 @@ def roofline(point: PerfPoint, model: str | None) -> tuple[Roofline | None, str 
     quant = quant_format(c.quant)
     if quant is None:
         return None, f"bytes per parameter of quantisation {c.quant!r} unknown"
+    if c.gpu_count == 0:
+        return None, "no GPU (ran on the CPU): the ceiling is a GPU memory-bandwidth bound"
     if not c.gpu_count or not c.card:
         return None, "no GPU card known"
     bandwidth, how = bandwidth_gb_s(c.card)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from rigbook.recipe.schema import PerfPoint
+from rigbook.recipe.schema import PerfConditions, PerfPoint
 
 Aspect = Literal["throughput", "power_efficiency", "scaling"]
 Severity = Literal["not_comparable", "caveat"]
@@ -19,6 +19,21 @@ ASPECT_TITLES: dict[str, str] = {
 }
 
 
+class ComparedConditions(PerfConditions):
+    """A point's conditions plus what a bench run states that the recipe record has no field for."""
+
+    bench_mode: Literal["burst", "sustained"] | None = Field(
+        default=None, description="rigbook bench mode: burst (N requests sent at once) or sustained (N kept in flight).")
+    bench_profile: str | None = Field(default=None, description="The bench profile as 'name vVERSION'; bench results only.")
+    bench_profile_hash: str | None = Field(default=None, description="The bench profile's content hash; bench results only.")
+
+
+class ComparedPoint(PerfPoint):
+    """A perf point as compare reads it: every condition resolved, none guessed."""
+
+    conditions: ComparedConditions = Field(default_factory=ComparedConditions)
+
+
 class Source(BaseModel):
     """One argument of `rigbook compare`, resolved to perf points whose ``conditions`` are filled."""
 
@@ -27,7 +42,7 @@ class Source(BaseModel):
     name: str = Field(description="Recipe slug, or the result file's name.")
     model: str | None = Field(default=None, description="Model slug or served model id.")
     content_hash: str | None = Field(default=None, description="A bench result's verified content hash.")
-    points: list[PerfPoint]
+    points: list[ComparedPoint]
     skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
 
 
@@ -48,7 +63,10 @@ class AspectVerdict(BaseModel):
     aspect: Aspect
     title: str
     verdict: VerdictWord
-    figure_pct: float | None = Field(default=None, description="A's figure as a percentage of B's, where this aspect has one.")
+    figure_pct: float | None = Field(
+        default=None, description="A's figure as a percentage of B's, where this aspect has one; over a pair of sources, "
+                                  "the geometric mean of the points' figures.")
+    figure_points: int | None = Field(default=None, description="Over a pair of sources: how many points figure_pct is the mean of.")
     reasons: list[Reason] = Field(default_factory=list)
 
 
@@ -78,7 +96,7 @@ class Derived(BaseModel):
 class Side(BaseModel):
     """One side of a lined-up pair: the point and what was derived from it."""
 
-    point: PerfPoint
+    point: ComparedPoint
     derived: Derived
 
 

@@ -90,8 +90,21 @@ def figure_line(pair: PairComparison, aspect: str) -> str | None:
             parts.append(f"{v.figure_pct:.1f}% ({point_key(p)})")
     if not parts:
         return None
-    what = "tok/s per W" if aspect == "power_efficiency" else "decode tok/s"
-    return f"A's {what} is " + ", ".join(parts) + " of B's"
+    return f"A's {_what(aspect)} is " + ", ".join(parts) + " of B's"
+
+
+def _what(aspect: str) -> str:
+    return "tok/s per W" if aspect == "power_efficiency" else "decode tok/s"
+
+
+def overall_line(verdict: AspectVerdict) -> str | None:
+    """The pair's one figure, e.g. "overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)".
+
+    Left out for a single point: its figure is already on the line above."""
+    if verdict.figure_pct is None or not verdict.figure_points or verdict.figure_points < 2:
+        return None
+    return (f"overall: A's {_what(verdict.aspect)} is {verdict.figure_pct:.1f}% of B's "
+            f"across {verdict.figure_points} points (geometric mean)")
 
 
 def reason_lines(verdict: AspectVerdict) -> list[tuple[str, str]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigbook.compare.model import Comparison
-from rigbook.compare.present import columns, figure_line, missing_notes, reason_lines, source_line
+from rigbook.compare.present import columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 
 def render_md(comparison: Comparison) -> str:
@@ -26,6 +26,9 @@ def render_md(comparison: Comparison) -> str:
             figure = figure_line(pair, verdict.aspect)
             if figure:
                 out.append(f"- {figure}")
+            overall = overall_line(verdict)
+            if overall:
+                out.append(f"- {overall}")
             out += [f"- {mark} {text}" for mark, text in reason_lines(verdict)]
             out.append("")
         notes = missing_notes(pair) + [f"{side} points with no partner: {'; '.join(labels)}"

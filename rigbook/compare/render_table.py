@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rigbook.compare.model import Comparison
-from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, reason_lines, source_line
+from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 
@@ -39,6 +39,9 @@ def render_table(comparison: Comparison, console: Console) -> None:
             figure = figure_line(pair, verdict.aspect)
             if figure:
                 console.print(f"  {figure}", highlight=False)
+            overall = overall_line(verdict)
+            if overall:
+                console.print(f"  {overall}", highlight=False)
             for mark, text in reason_lines(verdict):
                 console.print(f"  {mark} {text}", highlight=False, markup=False)
         for note in missing_notes(pair):

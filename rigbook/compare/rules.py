@@ -9,13 +9,15 @@ Three families, by what a difference means:
   efficiency comparison, so a caveat there; a scaling figure needs everything
   but the varied factor held, so not comparable for scaling.
 - METHOD: the numbers were taken differently (token-count source, bench tool and
-  version, claimed vs measured). A caveat everywhere.
+  version, bench mode and profile, claimed vs measured). A caveat everywhere.
 - FACTOR (GPU count, per-card power): what a scaling figure varies, a caveat for
   raw throughput, and not comparable for power efficiency unless energy was
   measured on both sides (then a caveat: tokens per joule compare across setups).
 
 A condition null on one or both sides is never taken as equal: it is a caveat
-("unknown on one side" / "unknown on both sides") for every aspect.
+("unknown on one side" / "unknown on both sides") for every aspect. A few differences
+cost more than their family says (a ``Special``): no GPU against some GPUs is no
+scaling step.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from rigbook.compare.model import Aspect, Severity
+from rigbook.compare.model import Aspect, ComparedPoint, Severity
 from rigbook.preflight.cards import parse_card, primary_variant, variant_label
-from rigbook.recipe.schema import PerfPoint
 
 NC: Severity = "not_comparable"
 CAVEAT: Severity = "caveat"
@@ -66,20 +67,38 @@ def _measured(claimed_by: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Special:
+    """A difference that costs more than its rule's family: where ``holds(a, b)``, ``cost`` wins per aspect."""
+
+    holds: Callable[[Hashable, Hashable], bool]
+    cost: Mapping[Aspect, Severity]
+    why: str
+
+
+# Scaling reads a ratio as what one more (or one fewer) GPU is worth; no GPU against some GPUs
+# changes the kind of hardware, not the count, so that ratio is no retention figure.
+NO_GPU_VS_GPU = Special(holds=lambda a, b: (a == 0) != (b == 0), cost={"scaling": NC},
+                        why="no GPU against GPUs is no scaling step")
+
+
+@dataclass(frozen=True)
 class Rule:
     """One condition: its name, how to read it, how to show it, and its cost per aspect when the sides differ."""
 
     name: str
     label: str
-    value: Callable[[PerfPoint, str | None], Hashable | None]
+    value: Callable[[ComparedPoint, str | None], Hashable | None]
     on_differ: Mapping[Aspect, Severity]
-    show: Callable[[PerfPoint, str | None], str] | None = None
+    show: Callable[[ComparedPoint, str | None], str] | None = None
     with_energy: Mapping[Aspect, Severity] = field(default_factory=dict)
     after: str | None = None  # judged only when this other rule found both sides known and equal
     factor: bool = False  # a factor a scaling figure may vary
+    special: Special | None = None
+    # Judged only when both sides state it: only bench results carry it, so a recipe's silence is no gap.
+    both_stated: bool = False
 
 
-def _c(p: PerfPoint):
+def _c(p: ComparedPoint):
     return p.conditions
 
 
@@ -87,7 +106,8 @@ RULES: tuple[Rule, ...] = (
     Rule("model", "model", lambda p, m: _norm(m), WORK, show=lambda p, m: str(m)),
     Rule("workload", "workload", lambda p, m: _norm(_c(p).workload), WORK, show=lambda p, m: str(_c(p).workload)),
     Rule("context_len", "context length", lambda p, m: p.context_len, WORK),
-    Rule("gpu_count", "GPU count", lambda p, m: _c(p).gpu_count, FACTOR, with_energy={"power_efficiency": CAVEAT}, factor=True),
+    Rule("gpu_count", "GPU count", lambda p, m: _c(p).gpu_count, FACTOR, with_energy={"power_efficiency": CAVEAT}, factor=True,
+         special=NO_GPU_VS_GPU),
     Rule("card", "card", lambda p, m: _card_model(_c(p).card), SETUP, show=lambda p, m: str(_c(p).card)),
     Rule("card_variant", "card variant", lambda p, m: _card_variant(_c(p).card), SETUP, after="card",
          show=lambda p, m: variant_label(parse_card(_c(p).card or ""))),
@@ -109,6 +129,11 @@ RULES: tuple[Rule, ...] = (
     Rule("bench_tool", "benchmark tool", lambda p, m: _norm(_c(p).bench_tool), METHOD, show=lambda p, m: str(_c(p).bench_tool)),
     Rule("bench_tool_version", "benchmark tool version", lambda p, m: _version(_c(p).bench_tool_version), METHOD,
          after="bench_tool", show=lambda p, m: str(_c(p).bench_tool_version)),
+    Rule("bench_mode", "bench mode", lambda p, m: _c(p).bench_mode, METHOD),
+    Rule("bench_profile", "bench profile", lambda p, m: _norm(_c(p).bench_profile), METHOD, both_stated=True,
+         show=lambda p, m: str(_c(p).bench_profile)),
+    Rule("bench_profile_hash", "bench profile content hash", lambda p, m: _c(p).bench_profile_hash, METHOD,
+         after="bench_profile", show=lambda p, m: str(_c(p).bench_profile_hash).removeprefix("sha256:")[:12]),
     Rule("claimed_by", "claimed or measured", lambda p, m: _measured(p.claimed_by), METHOD,
          show=lambda p, m: f"{_measured(p.claimed_by)} ({p.claimed_by})"),
 )
@@ -125,26 +150,33 @@ class Outcome(BaseModel):
     kind: OutcomeKind
     a: str | None = None
     b: str | None = None
+    special: bool = False  # the difference is the rule's Special case
 
 
-def _shown(rule: Rule, point: PerfPoint, model: str | None, value: Hashable | None) -> str | None:
+def _shown(rule: Rule, point: ComparedPoint, model: str | None, value: Hashable | None) -> str | None:
     if value is None:
         return None
     return rule.show(point, model) if rule.show else str(value)
 
 
-def judge(a: PerfPoint, a_model: str | None, b: PerfPoint, b_model: str | None) -> list[Outcome]:
+def judge(a: ComparedPoint, a_model: str | None, b: ComparedPoint, b_model: str | None) -> list[Outcome]:
     """Every rule's outcome for points ``a`` and ``b`` (rules whose prerequisite did not hold are left out)."""
     outcomes: dict[str, Outcome] = {}
     for rule in RULES:
-        if rule.after and outcomes[rule.after].kind != "equal":
-            continue  # e.g. two engines' versions do not compare; the engine outcome already says why
+        if rule.after and (rule.after not in outcomes or outcomes[rule.after].kind != "equal"):
+            # e.g. two engines' versions do not compare (the engine outcome already says why), and a
+            # profile hash means nothing where the profile itself was not judged
+            continue
         va, vb = rule.value(a, a_model), rule.value(b, b_model)
+        if rule.both_stated and (va is None or vb is None):
+            continue
         if va is None and vb is None:
             kind: OutcomeKind = "unknown_both"
         elif va is None or vb is None:
             kind = "unknown_one_side"
         else:
             kind = "equal" if va == vb else "differs"
-        outcomes[rule.name] = Outcome(rule=rule.name, kind=kind, a=_shown(rule, a, a_model, va), b=_shown(rule, b, b_model, vb))
+        special = kind == "differs" and rule.special is not None and rule.special.holds(va, vb)
+        outcomes[rule.name] = Outcome(rule=rule.name, kind=kind, a=_shown(rule, a, a_model, va), b=_shown(rule, b, b_model, vb),
+                                      special=special)
     return list(outcomes.values())

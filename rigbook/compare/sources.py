@@ -3,29 +3,48 @@
 A recipe's point takes what its own ``conditions`` say and, for anything left
 null, the recipe-level facts (hardware, engine, model quant, ``rigbook`` block).
 A bench result's point takes its own ``conditions`` and, for anything left null,
-the run's conditions, profile and telemetry. Nothing else is guessed: what no
-source says stays null and the rules count it as unknown.
+the run's conditions, profile and telemetry. A point that ran on no GPU (GPU count 0)
+has the CPU as its card. Nothing else is guessed: what no source says stays null and
+the rules count it as unknown.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rigbook.bench.result import BenchResult, load_result
-from rigbook.compare.model import Source
+from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
 from rigbook.errors import InputError
 from rigbook.recipe.load import resolve_recipe
-from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe, Sampling
+from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 
 BENCH_KIND = "rigbook.bench.result"
+CPU = "CPU"
+# `rigbook bench` starts every perf point's notes so ("rigbook burst, profile seed v1, …"); a recipe
+# that published such a point states its mode there and nowhere else.
+BENCH_NOTES = re.compile(r"^rigbook (burst|sustained)\b")
 
 
-def _fill(point: PerfPoint, defaults: dict) -> PerfPoint:
-    """The point with every null condition taken from ``defaults`` (non-null values only)."""
+def _noted_mode(point: PerfPoint) -> str | None:
+    """The bench mode a point's own notes state, when rigbook wrote them."""
+    found = BENCH_NOTES.match(point.notes or "")
+    return found.group(1) if found else None
+
+
+def _fill(point: PerfPoint, defaults: dict, cpu: str = CPU) -> ComparedPoint:
+    """The point with every null condition taken from ``defaults`` (non-null values only).
+
+    A point with no GPU gets ``cpu`` as its card, so a reason says "NVIDIA H200 vs CPU" rather
+    than leaving the card unknown: the CPU is what ran it."""
     own = point.conditions.model_dump(exclude_none=True) if point.conditions else {}
-    merged = {k: v for k, v in defaults.items() if v is not None} | own
-    return point.model_copy(update={"conditions": PerfConditions.model_validate(merged)})
+    noted = {"bench_mode": _noted_mode(point)}
+    merged = {k: v for k, v in (defaults | noted).items() if v is not None} | own
+    conditions = ComparedConditions.model_validate(merged)
+    if conditions.gpu_count == 0 and conditions.card is None:
+        conditions.card = cpu
+    return ComparedPoint.model_validate(point.model_dump(exclude={"conditions"}) | {"conditions": conditions})
 
 
 def _usable(points: list[PerfPoint]) -> tuple[list[PerfPoint], list[str]]:
@@ -72,6 +91,9 @@ def _run_defaults(result: BenchResult) -> dict:
     limits = {w for w in result.telemetry.power_limit_w_per_gpu if w is not None}
     names = {g.name for g in result.telemetry.gpus if g.name}
     return {
+        "bench_mode": c.mode,
+        "bench_profile": f"{c.profile.name} v{c.profile.version}",
+        "bench_profile_hash": c.profile.content_hash,
         "engine": c.engine,
         "engine_version": c.engine_version,
         "bench_tool": c.bench_tool,
@@ -88,10 +110,16 @@ def _run_defaults(result: BenchResult) -> dict:
     }
 
 
+def _cpu(result: BenchResult) -> str:
+    """The card of a point that ran on no GPU: the rig summary's CPU model, else just 'CPU'."""
+    model = result.conditions.rig.cpu if result.conditions.rig else None
+    return f"{CPU} ({model})" if model else CPU
+
+
 def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
     """What the matching valid cell adds: its token-count source and its measured energy per token."""
-    cell = next((c for c in result.cells if c.valid and c.concurrency == point.concurrency
-                 and c.mode == result.conditions.mode), None)
+    mode = _noted_mode(point) or result.conditions.mode
+    cell = next((c for c in result.cells if c.valid and c.concurrency == point.concurrency and c.mode == mode), None)
     if cell is None:
         return {}
     return {"token_count_source": cell.token_count_source,
@@ -102,7 +130,8 @@ def source_from_result(ref: str, result: BenchResult) -> Source:
     """A bench result's perf points with the run's conditions filled in."""
     run = _run_defaults(result)
     kept, skipped = _usable(result.perf_points)
-    points = [_fill(p, run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None}) for p in kept]
+    points = [_fill(p, run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None}, _cpu(result))
+              for p in kept]
     return Source(ref=ref, kind="bench_result", name=Path(ref).name, model=result.conditions.model,
                   content_hash=result.content_hash, points=points, skipped=skipped)
 

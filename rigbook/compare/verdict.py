@@ -6,9 +6,12 @@
   not comparable reasons too (a throughput ratio across them is no efficiency figure).
 - Retention/scaling is judged only when a factor (GPU count, power per card) differs or is
   unknown; when both factors differ at once the ratio cannot be put down to either.
+- Over a pair of sources, an aspect's figure is the geometric mean of its points' figures.
 """
 
 from __future__ import annotations
+
+from statistics import geometric_mean
 
 from rigbook.compare.model import ASPECT_TITLES, Aspect, AspectVerdict, Reason, VerdictWord
 from rigbook.compare.rules import CAVEAT, NC, RULES_BY_NAME, Outcome
@@ -36,7 +39,10 @@ def _reason(outcome: Outcome, aspect: Aspect, energy_both: bool) -> Reason | Non
     else:
         severity = CAVEAT
     message = _message(outcome)
-    if aspect == "scaling" and rule.factor and outcome.kind == "differs":
+    if outcome.special and aspect in rule.special.cost:
+        severity = rule.special.cost[aspect]
+        message += f" ({rule.special.why})"
+    elif aspect == "scaling" and rule.factor and outcome.kind == "differs":
         message += " (the factor this ratio varies)"
     return Reason(condition=rule.name, severity=severity, kind=outcome.kind, a=outcome.a, b=outcome.b, message=message)
 
@@ -99,12 +105,17 @@ def aspect_verdicts(outcomes: list[Outcome], a_tpw: float | None, b_tpw: float |
 
 
 def summarise(per_point: list[list[AspectVerdict]]) -> list[AspectVerdict]:
-    """One verdict per aspect over all points: the worst, with every reason once (figures stay with each point)."""
+    """One verdict per aspect over all points: the worst, with every reason once, and the mean figure."""
     out = []
     for aspect in ASPECTS:
         found = [v for vs in per_point for v in vs if v.aspect == aspect]
         if not found:
             continue
         reasons = _ordered([r for v in found for r in v.reasons])
-        out.append(AspectVerdict(aspect=aspect, title=ASPECT_TITLES[aspect], verdict=word(reasons), reasons=reasons))
+        figures = [v.figure_pct for v in found if v.figure_pct is not None and v.figure_pct > 0]
+        # Geometric, because these are ratios: the mean of A/B is then the inverse of the mean of B/A.
+        # A zero figure (no tokens on A) has no logarithm, so it is left out and not counted.
+        figure = geometric_mean(figures) if figures else None
+        out.append(AspectVerdict(aspect=aspect, title=ASPECT_TITLES[aspect], verdict=word(reasons), reasons=reasons,
+                                 figure_pct=figure, figure_points=len(figures) if figures else None))
     return out

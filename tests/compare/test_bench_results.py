@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from rigbook.cli.app import app
 from rigbook.compare import compare_refs
 from rigbook.compare.sources import load_source
-from tests.compare.bench_results import write_result
+from tests.compare.bench_results import PROFILE, write_result
+from tests.conftest import SEED_RECORD
 
 runner = CliRunner()
 
@@ -88,3 +89,59 @@ def test_a_result_against_a_recipe_with_no_numbers_says_so(with_energy):
     out = runner.invoke(app, ["compare", str(with_energy), "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"])
     assert out.exit_code == 2
     assert "error[E_INPUT]" in out.output and "rigbook bench" in out.output
+
+
+@pytest.fixture
+def cpu_only(tmp_path):
+    return write_result(tmp_path / "cpu.json", energy=None, rates={1: 48.0, 4: 49.0}, cpu_only="AMD EPYC")
+
+
+def test_a_cpu_result_against_a_gpu_result_is_no_scaling_figure(with_energy, cpu_only):
+    pair = compare_refs([str(with_energy), str(cpu_only)]).pairs[0]
+    b = pair.points[0].b.point.conditions
+    assert (b.gpu_count, b.card) == (0, "CPU (AMD EPYC)")
+    v = {x.aspect: x for x in pair.verdicts}
+    assert v["scaling"].verdict == "not comparable"
+    assert "GPU count differs: 1 vs 0 (no GPU against GPUs is no scaling step)" in [r.message for r in v["scaling"].reasons]
+    # A raw ratio still stands: the card and GPU count are caveats, stated.
+    assert v["throughput"].verdict == "comparable with caveats"
+    assert {r.message for r in v["throughput"].reasons if r.kind == "differs"} == \
+        {"GPU count differs: 1 vs 0", "card differs: NVIDIA H200 vs CPU (AMD EPYC)"}
+    assert "ran on the CPU" in pair.points[0].b.derived.roofline_unavailable
+
+
+def test_cli_says_what_differs_between_a_gpu_and_a_cpu_run_within_80_columns(with_energy, cpu_only):
+    out = runner.invoke(app, ["compare", str(with_energy), str(cpu_only)], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert "retention / scaling: not comparable" in out.output
+    assert "! card differs: NVIDIA H200 vs CPU (AMD EPYC)" in out.output
+    assert "card (A: NVIDIA H200)" not in out.output  # the CPU's card is no unknown
+    assert all(len(line) <= 80 for line in out.output.splitlines())
+
+
+def test_burst_against_sustained_says_so(tmp_path, with_energy):
+    sustained = write_result(tmp_path / "sustained.json", energy={1: 0.9, 4: 0.35}, mode="sustained")
+    pair = compare_refs([str(with_energy), str(sustained)]).pairs[0]
+    throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
+    assert throughput.verdict == "comparable with caveats"
+    assert "bench mode differs: burst vs sustained" in [r.message for r in throughput.reasons]
+    out = runner.invoke(app, ["compare", str(with_energy), str(sustained)], env={"COLUMNS": "80"})
+    assert "! bench mode differs: burst vs sustained" in out.output
+
+
+def test_another_profile_says_so(tmp_path, with_energy):
+    other = PROFILE.model_copy(update={"name": "seed", "content_hash": "sha256:" + "1" * 64})
+    seed = write_result(tmp_path / "seed.json", energy={1: 0.9, 4: 0.35}, profile=other)
+    throughput = next(v for v in compare_refs([str(with_energy), str(seed)]).pairs[0].verdicts if v.aspect == "throughput")
+    assert "bench profile differs: prose-400 v1 vs seed v1" in [r.message for r in throughput.reasons]
+
+
+def test_a_recipe_point_that_rigbook_measured_states_its_mode_in_its_notes(tmp_path):
+    record = json.loads(SEED_RECORD.read_text())
+    for p in record["perf_points"]:
+        p["notes"] = "rigbook sustained, profile seed v1, 8 requests at concurrency 1"
+    path = tmp_path / "noted.json"
+    path.write_text(json.dumps(record))
+    assert {p.conditions.bench_mode for p in load_source(str(path)).points} == {"sustained"}
+    # Notes in any other words state no mode: it stays unknown.
+    assert {p.conditions.bench_mode for p in load_source(str(SEED_RECORD)).points} == {None}

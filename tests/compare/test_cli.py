@@ -52,5 +52,6 @@ def test_docs_state_every_rule_and_table():
     doc = (Path(__file__).parents[2] / "docs" / "compare.md").read_text()
     for rule in RULES:
         assert f"`{rule.name}`" in doc, rule.name
-    for name in ("hardware.json", "models.json", "quants.json", "`energy`", "`factors`", "E_NOT_COMPARABLE"):
+    for name in ("hardware.json", "models.json", "quants.json", "`energy`", "`factors`", "E_NOT_COMPARABLE",
+                 "geometric mean"):
         assert name in doc

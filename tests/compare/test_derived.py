@@ -48,7 +48,8 @@ def test_bandwidth_ceiling_for_a_known_model():
     ("SmolLM2-135M-Instruct", {"quant": "nvfp4-csf-mxfp8-attn-qad"}, "bytes per parameter"),
     ("SmolLM2-135M-Instruct", {"speculative_method": "mtp"}, "speculative decoding"),
     ("SmolLM2-135M-Instruct", {"card": "Mystery GPU 9000"}, "not in the bandwidth table"),
-    ("SmolLM2-135M-Instruct", {"gpu_count": 0, "card": None}, "no GPU card"),
+    ("SmolLM2-135M-Instruct", {"gpu_count": 0, "card": "CPU (AMD EPYC)"}, "no GPU (ran on the CPU)"),
+    ("SmolLM2-135M-Instruct", {"gpu_count": None, "card": None}, "no GPU card"),
 ])
 def test_no_ceiling_where_it_bounds_nothing(model, changes, why):
     d = derive(smol_point(**changes), model)

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from rigbook.compare.model import ComparedConditions, ComparedPoint
 from rigbook.compare.rules import RULES, judge
 from rigbook.compare.verdict import aspect_verdicts
-from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
+from rigbook.recipe.schema import Sampling
 
 FULL = dict(sampling=Sampling(temperature=0, top_p=1), reply_tokens=400, thinking=False, token_count_source="server_continuous",
             bench_tool="rigbook", bench_tool_version="0.1.0", workload="prose", gpu_count=2, card="RTX PRO 6000 Blackwell Max-Q",
             power_limit_w_per_gpu=300, engine="vllm", engine_version="0.11.0", quant="fp8", kv_cache_dtype="fp8",
-            speculative_method="none")
+            speculative_method="none", bench_mode="burst", bench_profile="prose-400 v1", bench_profile_hash="sha256:0")
 
 
-def point(claimed_by: str = "measured", context_len: int | None = 1024, **changes) -> PerfPoint:
-    return PerfPoint(concurrency=1, context_len=context_len, decode_tok_s=100.0, claimed_by=claimed_by,
-                     conditions=PerfConditions(**(FULL | changes)))
+def point(claimed_by: str = "measured", context_len: int | None = 1024, **changes) -> ComparedPoint:
+    return ComparedPoint(concurrency=1, context_len=context_len, decode_tok_s=100.0, claimed_by=claimed_by,
+                         conditions=ComparedConditions(**(FULL | changes)))
 
 
-def by_aspect(a: PerfPoint, b: PerfPoint, a_tpw=None, b_tpw=None) -> dict:
+def by_aspect(a: ComparedPoint, b: ComparedPoint, a_tpw=None, b_tpw=None) -> dict:
     outcomes = judge(a, "m", b, "m")
     return {v.aspect: v for v in aspect_verdicts(outcomes, a_tpw, b_tpw, 100.0)}
 
@@ -60,6 +61,36 @@ def test_one_varied_factor_is_a_scaling_figure_two_are_not():
     assert two["scaling"].verdict == "not comparable"
 
 
+def test_no_gpu_against_a_gpu_is_no_scaling_step():
+    v = by_aspect(point(gpu_count=1, card="NVIDIA H200"), point(gpu_count=0, card="CPU (AMD EPYC)"))
+    gpu = {aspect: next(r for r in v[aspect].reasons if r.condition == "gpu_count") for aspect in v}
+    assert gpu["scaling"].severity == "not_comparable"
+    assert gpu["scaling"].message == "GPU count differs: 1 vs 0 (no GPU against GPUs is no scaling step)"
+    assert gpu["throughput"].severity == "caveat" and gpu["throughput"].message == "GPU count differs: 1 vs 0"
+    assert v["scaling"].verdict == "not comparable"
+    # One GPU against two is still a step: the factor the ratio varies.
+    assert by_aspect(point(gpu_count=1), point(gpu_count=2))["scaling"].verdict == "comparable with caveats"
+
+
+def test_burst_against_sustained_is_a_caveat_stated_in_the_reasons():
+    v = by_aspect(point(), point(bench_mode="sustained"))
+    assert v["throughput"].verdict == "comparable with caveats"
+    assert [r.message for r in v["throughput"].reasons] == ["bench mode differs: burst vs sustained"]
+    # A recipe that does not state its mode: unknown, like any other unstated condition.
+    unknown = next(r for r in by_aspect(point(), point(bench_mode=None))["throughput"].reasons if r.condition == "bench_mode")
+    assert (unknown.kind, unknown.a) == ("unknown_one_side", "burst")
+
+
+def test_bench_profile_is_judged_only_where_both_sides_state_one():
+    v = by_aspect(point(), point(bench_profile="seed v1", bench_profile_hash="sha256:1"))
+    assert [r.message for r in v["throughput"].reasons] == ["bench profile differs: prose-400 v1 vs seed v1"]
+    edited = by_aspect(point(), point(bench_profile_hash="sha256:1"))["throughput"]
+    assert [r.message for r in edited.reasons] == ["bench profile content hash differs: 0 vs 1"]
+    # A recipe states no profile: that is no gap, the profile is a rigbook result's own condition.
+    recipe = by_aspect(point(), point(bench_profile=None, bench_profile_hash=None))["throughput"]
+    assert recipe.verdict == "comparable"
+
+
 def test_power_differences_become_caveats_for_efficiency_when_energy_is_measured():
     v = by_aspect(point(), point(power_limit_w_per_gpu=250), a_tpw=1.2, b_tpw=1.5)
     power = next(r for r in v["power_efficiency"].reasons if r.condition == "power_limit_w_per_gpu")
@@ -93,4 +124,4 @@ def test_every_condition_the_design_names_has_a_rule():
     names = {r.name for r in RULES}
     assert {"gpu_count", "card", "card_variant", "power_limit_w_per_gpu", "engine", "engine_version", "quant", "kv_cache_dtype",
             "speculative_method", "temperature", "top_p", "reply_tokens", "thinking", "token_count_source", "bench_tool",
-            "bench_tool_version", "claimed_by", "context_len"} <= names
+            "bench_tool_version", "claimed_by", "context_len", "bench_mode", "bench_profile", "bench_profile_hash"} <= names

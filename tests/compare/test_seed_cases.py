@@ -69,8 +69,11 @@ def test_seed_case_on_the_command_line_prints_the_ratios_and_caveat():
     out = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "A's decode tok/s is 67.6% (c1), 70.3% (c4), 69.9% (c8) of B's" in out.output
+    assert "overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in out.output
     assert "! GPU count differs: 2 vs 4" in out.output
     assert "raw throughput ratio: comparable with caveats" in out.output
+    # Neither recipe states its power per card, so the output says so for both sides.
+    assert "? unknown on both sides: workload, enforced power per card" in out.output
 
 
 def test_seed_case_as_json_and_markdown():
@@ -79,7 +82,11 @@ def test_seed_case_as_json_and_markdown():
     doc = json.loads(out.output)
     assert doc["kind"] == "rigbook.compare"
     assert [round(p["decode_ratio_pct"], 1) for p in doc["pairs"][0]["points"]] == [67.6, 70.3, 69.9]
+    # The record's "about 68% of four-card speed" as one figure: the geometric mean over the three points.
+    throughput = next(v for v in doc["pairs"][0]["verdicts"] if v["aspect"] == "throughput")
+    assert (round(throughput["figure_pct"], 1), throughput["figure_points"]) == (69.3, 3)
     md = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4, "--format", "md"])
     assert md.exit_code == 0, md.output
     assert "| 1 | 1 | 207.0 | 306.0 | 67.6% |" in md.output
     assert "**power efficiency (tok/s per W): not comparable**" in md.output
+    assert "- overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in md.output
