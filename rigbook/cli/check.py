@@ -22,9 +22,12 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        picked = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise InputError("E_INPUT", f"--gpus {text!r} is not a list of GPU indices", "Write it like --gpus 0,1.") from None
+    if not picked or any(i < 0 for i in picked) or len(set(picked)) != len(picked):
+        raise InputError("E_INPUT", f"--gpus {text!r} names no GPU, a negative index or one twice", "Write it like --gpus 0,1.")
+    return picked
 
 
 def render_report(report: CheckReport, rig_file: Path | None = None) -> None:

@@ -78,9 +78,29 @@ def handled(as_json: bool = False) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _run_for_json(app: typer.Typer) -> None:
+    """With --json, a bad option or argument is a JSON error too (E_INPUT), not a usage box."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(1)
+    except Exception as exc:
+        # Click's UsageError (typer vendors click, so it is matched by what it does, not by class).
+        if getattr(exc, "exit_code", None) != 2 or not hasattr(exc, "format_message"):
+            raise
+        ctx = getattr(exc, "ctx", None)
+        where = f"`{ctx.command_path} --help`" if ctx is not None else "`rigbook --help`"
+        report_error(RigbookError("E_INPUT", exc.format_message(), f"See {where}."), True)
+        sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 def run_main(app: typer.Typer) -> None:
     """Entry point wrapper: unexpected failures exit 1 with a short message (traceback with RIGBOOK_DEBUG=1)."""
     try:
+        if "--json" in sys.argv[1:]:
+            _run_for_json(app)
         app(standalone_mode=True)
     except SystemExit:
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from itertools import combinations
 from pathlib import Path
 
@@ -83,8 +84,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Probe this machine: OS, CPU, RAM, every NVIDIA GPU, peer access, driver, Docker, tools, disk."""
         with handled(as_json):
-            if save is not None and save.exists() and not yes and not typer.confirm(f"{save} exists; overwrite?", default=False):
-                raise InputError("E_CONFIRM", f"{save} exists and was not overwritten")
+            if save is not None and save.exists() and not yes:
+                # Only a person at a terminal can be asked; a script gets the answer it can act on.
+                if as_json or not sys.stdin.isatty():
+                    raise InputError("E_CONFIRM", f"{save} exists and was not overwritten",
+                                     "Pass --yes to overwrite it, or --save another file.")
+                if not typer.confirm(f"{save} exists; overwrite?", default=False):
+                    raise InputError("E_CONFIRM", f"{save} exists and was not overwritten")
             rig = probe_rig(models_dir)
             if p2p_test:
                 rig.p2p_test = run_p2p_test(list(combinations([g.index for g in rig.gpus], 2)))

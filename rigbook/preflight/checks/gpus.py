@@ -22,7 +22,8 @@ def check_count(ctx: CheckContext, asked: list[int] | None) -> list[Finding]:
     if len(ctx.gpus) >= need:
         return []
     if asked is not None:
-        have = f"--gpus picks {len(ctx.gpus)}"
+        picked = ",".join(str(g.index) for g in ctx.gpus)
+        have = f"--gpus {picked} picks {len(ctx.gpus)} GPU(s)"
     elif ctx.rig.gpus:
         have = f"this rig has {len(ctx.rig.gpus)}"
     else:

@@ -1,0 +1,40 @@
+"""Bad input on any command: a code, a remedy, exit 2, and with --json one JSON document — never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+EMBEDDED = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
+
+
+def rigbook(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("args, code", [
+    (("check", EMBEDDED, "--port", "abc"), "E_INPUT"),      # typer's own parse error, as JSON
+    (("no-such-command",), "E_INPUT"),
+    (("check", EMBEDDED, "--gpus", ""), "E_INPUT"),
+    (("check", EMBEDDED, "--gpus", "0,0"), "E_INPUT"),
+    (("rig", "--save", "/nonexistent-dir/rig.json", "--yes"), "E_FILE"),
+])
+def test_json_errors(args, code):
+    done = rigbook(*args, "--json")
+    assert done.returncode == 2, done.stdout + done.stderr
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == code and error["remedy"] and "Traceback" not in done.stderr
+
+
+def test_an_existing_save_file_is_not_overwritten_without_a_terminal_or_yes(tmp_path):
+    target = tmp_path / "rig.json"
+    target.write_text("mine")
+    done = rigbook("rig", "--save", str(target))
+    assert done.returncode == 2 and "error[E_CONFIRM]" in done.stderr and "--yes" in done.stderr
+    assert target.read_text() == "mine"
+    assert rigbook("rig", "--save", str(target), "--yes").returncode == 0
+    assert json.loads(target.read_text())["schema_version"] == 1
