@@ -9,6 +9,8 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 STAMP_DEMO := $(VENV)/.stamp-demo
 STAMP_TEST := $(VENV)/.stamp-test
+# apt-get needs root: through sudo when make runs as a user.
+APT := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 
 .PHONY: demo test setup setup-test system-deps bench-client clean
 
@@ -16,10 +18,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade "pip>=24" wheel
 
-$(WHEELHOUSE)/.built:
+# Built with the venv's pip, so a system Python without pip works too.
+$(WHEELHOUSE)/.built: | $(BIN)/python
 	mkdir -p $(WHEELHOUSE)
 	@echo "Building llama-cpp-python once (compiles llama.cpp: several minutes on 2 cores)..."
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PYTHON) -m pip wheel --no-deps -q -w $(WHEELHOUSE) $(LLAMA_CPP_PYTHON)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) wheel --no-deps -w $(WHEELHOUSE) $(LLAMA_CPP_PYTHON)
 	touch $@
 
 $(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
@@ -36,8 +39,8 @@ setup-test: $(STAMP_TEST) system-deps
 # Chromium for the page tests and PostgreSQL for the database tests come from
 # Debian's packages; installed only where missing.
 system-deps:
-	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
-	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; }
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq postgresql >/dev/null; }
 
 demo: setup
 	RIGBOOK_BIN=$(BIN)/rigbook bash scripts/demo.sh
