@@ -123,8 +123,11 @@ _ALL = [
        "Wait and retry; the answer says how long."),
     _c("E_TOO_LARGE", "error", "hub", "The request body is larger than the hub accepts.",
        "Publish a smaller file; bench results should not carry raw logs."),
-    _c("E_RESULT_REFUSED", "error", "hub", "The hub refused a bench result: incomplete conditions or a bad hash.",
-       "Each reason is listed; run `rigbook bench` with the missing conditions and publish the file it wrote."),
+    _c("E_RESULT_REFUSED", "error", "hub",
+       "The hub refused a bench result: incomplete conditions, a bad hash, or not run on the recipe's hardware or model.",
+       "Each reason is listed; run `rigbook bench` against the recipe's setup with the missing conditions and publish the file it wrote."),
+    _c("E_METHOD", "error", "hub", "The hub does not take that HTTP method on that path.",
+       "Use a method the answer's Allow header lists; /openapi.json lists every operation."),
     _c("E_DB", "error", "hub", "The hub database could not be opened or migrated.",
        "Check the `--db` URL and that the database server runs; then `rigbook hub init`."),
     # machine

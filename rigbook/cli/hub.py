@@ -27,7 +27,9 @@ def serve(
         import uvicorn
 
         from rigbook.hub.app import create_app
+        from rigbook.hub.serve import check_port
 
+        check_port(host, port)
         app = create_app(db, max_body=max_body, rate=(rate_limit, 60.0))
         console.print(f"rigbook hub on http://{host}:{port}/  (API: /api/v1/recipes, schema: /openapi.json)", highlight=False)
         uvicorn.run(app, host=host, port=port, log_level="info")

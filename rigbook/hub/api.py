@@ -7,7 +7,8 @@ per line in ``details``.
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -17,28 +18,30 @@ from sqlalchemy.orm import Session, sessionmaker
 from rigbook.bench.result import BenchResult
 from rigbook.codes import CODES
 from rigbook.hub import repository as repo
-from rigbook.hub.admission import result_problems
+from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import RateLimiter, token_name
 from rigbook.hub.leaderboard import Leaderboard, build_leaderboard
-from rigbook.recipe.load import parse_recipe
+from rigbook.recipe.load import dump_recipe, parse_recipe
 from rigbook.recipe.schema import Recipe
 
 MAX_PAGE = 500
+# E_INPUT's own remedy is about the CLI's --help; over HTTP, the schema says what is accepted.
+HTTP_REMEDY = "See /openapi.json for the operations of this hub, their methods, parameters and bodies."
 
 
 class ApiError(Exception):
     """An answer other than success, in the hub's error shape."""
 
     def __init__(self, status: int, code: str, message: str, *, details: list[str] | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, remedy: str | None = None):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.details = details or []
         self.headers = headers or {}
+        self.remedy = remedy or CODES[code].remedy
 
     def response(self) -> JSONResponse:
-        body = {"error": {"code": self.code, "message": self.message, "remedy": CODES[self.code].remedy,
-                          "details": self.details}}
+        body = {"error": {"code": self.code, "message": self.message, "remedy": self.remedy, "details": self.details}}
         return JSONResponse(body, status_code=self.status, headers=self.headers)
 
 
@@ -93,8 +96,18 @@ def writer(request: Request) -> str:
     return name
 
 
+async def given_json(request: Request) -> Any:
+    """The request body's JSON value as sent (``207`` stays an int), so a record is stored as given; None when the
+    body is not JSON (the body parameter's validation reports that)."""
+    try:
+        return json.loads(await request.body())
+    except ValueError:
+        return None
+
+
 Sessions = Annotated[sessionmaker[Session], Depends(factory)]
 Writer = Annotated[str, Depends(writer)]
+GivenJson = Annotated[Any, Depends(given_json)]
 
 router = APIRouter(prefix="/api/v1", tags=["v1"])
 
@@ -145,21 +158,21 @@ def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
 
 
 @router.post("/recipes", response_model=Recipe, status_code=201, responses=ERRORS)
-def post_recipe(recipe: Recipe, sessions: Sessions, _writer: Writer) -> JSONResponse:
-    """Add a recipe, or the next revision of one: the hub sets revision.no, content_hash, created_at and updated_at."""
-    problems = repo.storage_problems(recipe)
+def post_recipe(recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer) -> JSONResponse:
+    """Add a recipe, or the next revision of one (keeping the measured points results added): the hub sets
+    revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them."""
+    # The body validated as a Recipe, so it is a JSON object; the fallback only keeps the types honest.
+    record = given if isinstance(given, dict) else dump_recipe(recipe)
+    problems = recipe_problems(recipe) + repo.storage_problems(recipe, record)
     if problems:
         raise ApiError(422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems)
-    return JSONResponse(repo.put_recipe(sessions, recipe), status_code=201)
+    return JSONResponse(repo.put_recipe(sessions, record), status_code=201)
 
 
 @router.post("/recipes/{slug}/results", response_model=repo.ResultAccepted, status_code=201, responses=ERRORS)
 def post_result(slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer) -> JSONResponse:
-    """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every reason."""
-    problems = result_problems(result, slug)
-    if problems:
-        raise ApiError(422, "E_RESULT_REFUSED", f"the result cannot be published: {len(problems)} problem(s)",
-                       details=problems)
+    """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
+    reason: a bad hash, missing conditions, or another GPU count, card family or model than the recipe's."""
     accepted = repo.add_result(sessions, slug, result, writer_name)
     return JSONResponse(accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201)
 

@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rigbook import __version__
 from rigbook.errors import RigbookError
 from rigbook.hub import pages
-from rigbook.hub.api import ApiError, router
+from rigbook.hub.api import HTTP_REMEDY, ApiError, router
 from rigbook.hub.auth import RateLimiter
 from rigbook.hub.db import make_engine, session_factory
 from rigbook.hub.limits import DEFAULT_MAX_BODY, BodyLimit
@@ -28,6 +28,10 @@ def _field_lines(exc: RequestValidationError) -> list[str]:
     """``path: problem; got value`` per error, the path without FastAPI's ``body`` prefix."""
     lines = []
     for err in exc.errors():
+        if err.get("type") == "json_invalid":  # FastAPI's own words are "0: JSON decode error; got {}"
+            lines.append(f"(body): not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')}); "
+                         "send the recipe or result as a JSON object with Content-Type: application/json")
+            continue
         loc = [str(p) for p in err.get("loc", ())]
         if loc and loc[0] == "body":
             loc = loc[1:]
@@ -70,14 +74,24 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         lines = _field_lines(exc)
-        return ApiError(422, _validation_code(request), f"{len(lines)} problem(s) in the request", details=lines).response()
+        code = _validation_code(request)
+        not_json = any(err.get("type") == "json_invalid" for err in exc.errors())
+        message = "the request body is not valid JSON" if not_json else f"{len(lines)} problem(s) in the request"
+        return ApiError(422, code, message, details=lines, remedy=HTTP_REMEDY if code == "E_INPUT" else None).response()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
             return pages.not_found(request)
-        code = "E_RECIPE_NOT_FOUND" if exc.status_code == 404 else "E_INPUT"
-        return ApiError(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {})).response()
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            allowed = headers.get("allow") or headers.get("Allow") or "see /openapi.json"
+            return ApiError(405, "E_METHOD", f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}",
+                            headers=headers).response()
+        if exc.status_code == 404:
+            return ApiError(404, "E_RECIPE_NOT_FOUND", f"nothing at {request.url.path} on this hub",
+                            remedy=HTTP_REMEDY).response()
+        return ApiError(exc.status_code, "E_INPUT", str(exc.detail), headers=headers, remedy=HTTP_REMEDY).response()
 
     app.include_router(router)
     app.include_router(pages.router)

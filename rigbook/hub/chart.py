@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from html import escape
 
-from rigbook.hub.leaderboard import condition_pairs, effective_conditions, is_measured
+from rigbook.hub.display import shown_conditions, tok_s
+from rigbook.hub.leaderboard import effective_conditions, is_measured
 from rigbook.recipe.schema import Recipe
 
 WIDTH, HEIGHT = 640, 320
@@ -63,8 +64,8 @@ def perf_chart(recipe: Recipe) -> str:
         path = " ".join(f"{x(c):.1f},{y(v):.1f}" for c, v in sorted(best.items()))
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         for p in series:
-            cond = ", ".join(f"{k}={v}" for k, v in condition_pairs(effective_conditions(recipe, p)))
-            tip = escape(f"{'measured' if measured else 'claimed'}: {p.decode_tok_s:g} tok/s at c={p.concurrency}; {cond}")
+            cond = ", ".join(f"{k}={v}" for k, v in shown_conditions(effective_conditions(recipe, p)))
+            tip = escape(f"{'measured' if measured else 'claimed'}: {tok_s(p.decode_tok_s)} tok/s at c={p.concurrency}; {cond}")
             cx, cy = x(p.concurrency), y(p.decode_tok_s)
             shape = (f'<rect x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" fill="{colour}">' if measured
                      else f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="#fff" stroke="{colour}" stroke-width="2">')

@@ -1,13 +1,16 @@
 """HubClient: read recipes from a rigbook hub and publish recipes and bench results to it.
 
 Every failure becomes a coded error with what the hub said: a hub that does
-not answer is E_CONNECT, a refused token E_AUTH, a body too large
-E_TOO_LARGE, a refused recipe or result its code with every reason.
+not answer is E_CONNECT, a slug it lacks E_RECIPE_NOT_FOUND, a refused token
+E_AUTH, a body too large E_TOO_LARGE, a refused recipe or result its code with
+every reason, and an answer that is not a hub's JSON E_HTTP. The URL may be the
+hub's root or its ``/api/v1``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -18,8 +21,9 @@ from rigbook.recipe.load import parse_recipe
 from rigbook.recipe.schema import Recipe
 
 PAGE = 200
-FALLBACK_CODE = {401: "E_AUTH", 404: "E_RECIPE_NOT_FOUND", 413: "E_TOO_LARGE", 422: "E_RECIPE_INVALID",
-                 429: "E_RATE_LIMIT"}
+API_PREFIX = "/api/v1"
+FALLBACK_CODE = {401: "E_AUTH", 404: "E_RECIPE_NOT_FOUND", 405: "E_METHOD", 413: "E_TOO_LARGE",
+                 422: "E_RECIPE_INVALID", 429: "E_RATE_LIMIT"}
 
 
 class ResultAccepted(BaseModel):
@@ -32,11 +36,16 @@ class ResultAccepted(BaseModel):
     duplicate: bool = False
 
 
+def hub_base_url(url: str) -> str:
+    """The hub's root URL: ``http://hub:8080/api/v1/`` and ``http://hub:8080`` both give ``http://hub:8080``."""
+    return url.strip().rstrip("/").removesuffix(API_PREFIX).rstrip("/")
+
+
 class HubClient:
-    """A client of one hub at ``base_url`` (``token`` is needed for writes)."""
+    """A client of one hub at ``base_url``, its root or its ``/api/v1`` (``token`` is needed for writes)."""
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0):
-        self.base_url = base_url.rstrip("/")
+        self.base_url = hub_base_url(base_url)
         self.token = token
         self.timeout = timeout
 
@@ -53,6 +62,15 @@ class HubClient:
         if response.status_code >= 400:
             raise self._error(response)
         return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        """The JSON of a successful answer; E_HTTP when what answered is not a rigbook hub."""
+        response = self._request(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError:
+            raise EndpointError("E_HTTP", f"{self.base_url}{path} did not answer with JSON: not a rigbook hub?",
+                                "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.") from None
 
     def _error(self, response: httpx.Response) -> RigbookError:
         status = response.status_code
@@ -71,24 +89,25 @@ class HubClient:
         """Every recipe on the hub matching ``filters`` (model, card_family, device_count, engine, tag, tier, q)."""
         recipes, offset = [], 0
         while True:
-            page = self._request("GET", "/api/v1/recipes", params={**filters, "limit": PAGE, "offset": offset}).json()
+            page = self._json("GET", f"{API_PREFIX}/recipes", params={**filters, "limit": PAGE, "offset": offset})
             recipes += [parse_recipe(item, f"{self.base_url} item {offset + i}") for i, item in enumerate(page["items"])]
             offset += len(page["items"])
             if not page["items"] or offset >= page["total"]:
                 return recipes
 
     def get_recipe(self, slug: str) -> Recipe:
-        """One recipe, its latest revision."""
-        return parse_recipe(self._request("GET", f"/api/v1/recipes/{slug}.json").json(), f"{self.base_url} {slug}")
+        """One recipe, its latest revision; E_RECIPE_NOT_FOUND when the hub has none by that slug."""
+        return parse_recipe(self.get_record(slug), f"{self.base_url} {slug}")
 
     def get_record(self, slug: str) -> dict[str, Any]:
         """One recipe exactly as the hub serves it."""
-        return self._request("GET", f"/api/v1/recipes/{slug}.json").json()
+        return self._json("GET", f"{API_PREFIX}/recipes/{quote(slug, safe='')}.json")
 
     def publish_recipe(self, record: dict[str, Any]) -> dict[str, Any]:
         """Add a recipe (or its next revision); returns the record as stored."""
-        return self._request("POST", "/api/v1/recipes", json=record).json()
+        return self._json("POST", f"{API_PREFIX}/recipes", json=record)
 
     def publish_result(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
         """Add a bench result's perf points to recipe ``slug``."""
-        return ResultAccepted.model_validate(self._request("POST", f"/api/v1/recipes/{slug}/results", json=result).json())
+        return ResultAccepted.model_validate(self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results",
+                                                        json=result))

@@ -1,6 +1,7 @@
 """The leaderboard: per model and hardware, decode tok/s at each concurrency, claimed and measured apart.
 
-Each entry carries the conditions it was measured under: the point's own
+Each entry carries the conditions it was measured under: for a measured point,
+what its bench result recorded and nothing else; for a claim, the point's own
 ``conditions`` over the recipe's (GPU count, card, power limit, engine, quant …).
 """
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from rigbook.hub.admission import MEASURED
 from rigbook.recipe.schema import PerfPoint, Recipe
 
 
@@ -51,11 +53,18 @@ class Leaderboard(BaseModel):
 
 def is_measured(point: PerfPoint) -> bool:
     """Measured by a bench run the hub checked (anything else is a claim)."""
-    return point.claimed_by == "measured"
+    return point.claimed_by == MEASURED
 
 
 def effective_conditions(recipe: Recipe, point: PerfPoint) -> dict[str, Any]:
-    """The conditions of ``point``: the recipe's, overridden by the point's own; unknown ones left out."""
+    """The conditions of ``point``, unknown ones left out.
+
+    A measured point has exactly what its result recorded: filling a gap from the recipe would show the recipe's
+    card or power limit for a run that never had them. A claim has the recipe's, overridden by the point's own.
+    """
+    own = point.conditions.model_dump(mode="json", exclude_none=True) if point.conditions is not None else {}
+    if is_measured(point):
+        return own
     ext = recipe.ext
     base: dict[str, Any] = {
         "gpu_count": recipe.gpu_count,
@@ -67,9 +76,7 @@ def effective_conditions(recipe: Recipe, point: PerfPoint) -> dict[str, Any]:
         "kv_cache_dtype": ext.kv_cache_dtype,
         "speculative_method": ext.speculative.method if ext.speculative else None,
     }
-    if point.conditions is not None:
-        base |= point.conditions.model_dump(mode="json", exclude_none=True)
-    return {k: v for k, v in base.items() if v is not None}
+    return {k: v for k, v in (base | own).items() if v is not None}
 
 
 def condition_pairs(conditions: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -18,11 +18,13 @@ from markupsafe import Markup
 
 from rigbook.hub import repository as repo
 from rigbook.hub.chart import perf_chart
-from rigbook.hub.leaderboard import build_leaderboard, condition_pairs, effective_conditions, hardware_label, is_measured
+from rigbook.hub.display import shown_conditions, tok_s
+from rigbook.hub.leaderboard import build_leaderboard, effective_conditions, hardware_label, is_measured
 from rigbook.recipe.load import parse_recipe
 
 templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                         autoescape=select_autoescape(default=True, default_for_string=True))
+templates.filters["tok_s"] = tok_s
 
 router = APIRouter(include_in_schema=False)
 
@@ -59,7 +61,7 @@ def recipe_page(request: Request, slug: str) -> HTMLResponse:
     if record is None:
         return not_found(request)
     recipe = parse_recipe(record, slug)
-    points = [{"point": p, "measured": is_measured(p), "conditions": condition_pairs(effective_conditions(recipe, p))}
+    points = [{"point": p, "measured": is_measured(p), "conditions": shown_conditions(effective_conditions(recipe, p))}
               for p in recipe.perf_points]
     return render("recipe.html", recipe=recipe, record=record, hardware=hardware_label(recipe)[0],
                   launch=shlex.join(recipe.config.launch), chart=Markup(perf_chart(recipe)), points=points,
@@ -71,4 +73,4 @@ def leaderboard_page(request: Request) -> HTMLResponse:
     """The leaderboard as tables, one per model and hardware."""
     with request.app.state.sessions() as session:
         recipes = [parse_recipe(r, r["slug"]) for r in repo.all_records(session)]
-    return render("leaderboard.html", board=build_leaderboard(recipes), pairs=condition_pairs)
+    return render("leaderboard.html", board=build_leaderboard(recipes), pairs=shown_conditions)

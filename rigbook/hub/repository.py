@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -23,10 +24,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from rigbook.bench.result import BenchResult
 from rigbook.errors import InputError
 from rigbook.hashing import canonical_json
+from rigbook.hub.admission import result_problems
+from rigbook.hub.measured import carry_measured, measured_point
 from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
 from rigbook.recipe.hash import recipe_hash
-from rigbook.recipe.load import dump_recipe, parse_recipe
-from rigbook.recipe.schema import PerfPoint, Recipe
+from rigbook.recipe.load import parse_recipe, read_json_text
+from rigbook.recipe.schema import Recipe
 
 WRITE_ATTEMPTS = 20
 MAX_DEVICE_COUNT = 1_000_000
@@ -91,14 +94,14 @@ def speeds_for(recipe: Recipe) -> dict[str, Any]:
             "leaderboard": LEADERBOARD_LINK}
 
 
-def storage_problems(recipe: Recipe) -> list[str]:
-    """What the schema allows but the hub cannot store or hash (one line per problem)."""
+def storage_problems(recipe: Recipe, record: dict[str, Any]) -> list[str]:
+    """What the schema allows but the hub cannot store or hash (one line per problem); ``record`` is the JSON given."""
     problems = []
     for i, hw in enumerate(recipe.hardware):
         if hw.device_count > MAX_DEVICE_COUNT:
             problems.append(f"hardware.{i}.device_count: at most {MAX_DEVICE_COUNT}; got {hw.device_count}")
     try:
-        canonical_json(dump_recipe(recipe))
+        canonical_json(record)
     except ValueError as exc:  # NaN/Infinity, or an unpaired surrogate in a string
         problems.append(f"(record): not storable as canonical JSON ({type(exc).__name__}: {exc})")
     return problems
@@ -147,73 +150,107 @@ def _locked_row(session: Session, slug: str) -> RecipeRow | None:
     return session.execute(select(RecipeRow).where(RecipeRow.slug == slug).with_for_update()).scalar_one_or_none()
 
 
-def _latest(session: Session, row: RecipeRow) -> Recipe:
+def _latest_record(session: Session, row: RecipeRow) -> dict[str, Any]:
     rev = session.execute(select(RevisionRow).where(RevisionRow.slug == row.slug, RevisionRow.no == row.latest_no)).scalar_one()
-    return parse_recipe(json.loads(rev.record), row.slug)
+    return json.loads(rev.record)
 
 
-def _add_revision(session: Session, row: RecipeRow | None, recipe: Recipe, *, notes: str | None,
+def _add_revision(session: Session, row: RecipeRow | None, given: dict[str, Any], *, notes: str | None,
                   keep: bool = False) -> dict[str, Any]:
-    """Add the next revision of ``recipe`` (``keep``: a catalog import keeps the record's number and times)."""
+    """Store ``given`` (a record's JSON value, kept as given) as the next revision, with the fields the hub owns set.
+
+    ``keep``: a catalog import, which keeps the record's own revision number, times, links and speeds where it
+    has them (only ``revision.content_hash`` becomes the hub's) and adds them where it has not.
+    """
+    recipe = parse_recipe(given, given.get("slug", "record"))
+    digest = recipe_hash(recipe)
     now = now_text()
-    given = recipe.revision
+    record = dict(given)
     if keep:
-        no = given.no if given else 1
-        created_at = recipe.created_at or now
         updated_at = recipe.updated_at or now
-        revised_at = (given.created_at if given else None) or updated_at
+        created_at = recipe.created_at or updated_at
+        revision = dict(given["revision"]) if isinstance(given.get("revision"), dict) else {"no": 1}
+        revision["content_hash"] = digest
+        revision["created_at"] = revision.get("created_at") or updated_at
+        record["revision"] = revision
+        record.setdefault("links", links_for(recipe.slug))
+        record.setdefault("speeds", speeds_for(recipe))
+        record.setdefault("updated_at", updated_at)
+        record.setdefault("created_at", created_at)
     else:
-        no = (row.latest_no + 1) if row else 1
+        given_rev = recipe.revision
+        updated_at = now
         created_at = row.created_at if row else now
-        updated_at = revised_at = now
-    record = dump_recipe(recipe)
-    record["revision"] = {"no": no, "commit_sha": given.commit_sha if given else None,
-                          "content_hash": recipe_hash(recipe), "created_at": revised_at,
-                          "notes": notes if notes is not None else (given.notes if given else None)}
-    record["links"] = links_for(recipe.slug)
-    record["updated_at"] = updated_at
-    record["created_at"] = created_at
-    record["speeds"] = speeds_for(recipe)
+        record["revision"] = {"no": (row.latest_no + 1) if row else 1,
+                              "commit_sha": given_rev.commit_sha if given_rev else None, "content_hash": digest,
+                              "created_at": now,
+                              "notes": notes if notes is not None else (given_rev.notes if given_rev else None)}
+        record["links"] = links_for(recipe.slug)
+        record["updated_at"] = updated_at
+        record["created_at"] = created_at
+        record["speeds"] = speeds_for(recipe)
+    revision = record["revision"]
     fields = _row_fields(recipe)
     if row is None:
-        session.add(RecipeRow(slug=recipe.slug, latest_no=no, created_at=created_at, updated_at=updated_at, **fields))
+        session.add(RecipeRow(slug=recipe.slug, latest_no=revision["no"], created_at=created_at,
+                              updated_at=updated_at, **fields))
     else:
-        row.latest_no, row.updated_at = no, updated_at
+        row.latest_no, row.updated_at = revision["no"], updated_at
         for key, value in fields.items():
             setattr(row, key, value)
-    session.add(RevisionRow(slug=recipe.slug, no=no, content_hash=record["revision"]["content_hash"],
-                            created_at=revised_at, notes=record["revision"]["notes"],
-                            record=json.dumps(record, ensure_ascii=True)))
+    session.add(RevisionRow(slug=recipe.slug, no=revision["no"], content_hash=digest, created_at=revision["created_at"],
+                            notes=revision.get("notes"), record=json.dumps(record, ensure_ascii=True)))
     session.flush()
     return record
 
 
-def put_recipe(factory: sessionmaker[Session], recipe: Recipe) -> dict[str, Any]:
-    """Store ``recipe`` as a new recipe or as its next revision; returns the record as served."""
+def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> dict[str, Any]:
+    """Store the record ``given`` as a new recipe or as its next revision, carrying the measured points of the
+    revision it replaces; returns the record as served."""
+    recipe = parse_recipe(given, given.get("slug", "record"))
 
     def body(session: Session) -> dict[str, Any]:
-        return _add_revision(session, _locked_row(session, recipe.slug), recipe, notes=None)
+        row = _locked_row(session, recipe.slug)
+        if row is None:
+            return _add_revision(session, None, given, notes=None)
+        carried = carry_measured(_latest_record(session, row), recipe)
+        record = given
+        if carried.points:  # after the record's own points; a record without perf_points gains the key only then
+            record = given | {"perf_points": [*(given.get("perf_points") or []), *carried.points]}
+        own_notes = recipe.revision.notes if recipe.revision else None
+        notes = " ".join(n for n in (own_notes, carried.note()) if n) or None
+        return _add_revision(session, row, record, notes=notes)
 
     return _write(factory, body)
 
 
-def import_recipe(factory: sessionmaker[Session], recipe: Recipe) -> bool:
-    """Store ``recipe`` as-is (its revision number and times) unless its slug exists; True when stored."""
+def import_record(factory: sessionmaker[Session], given: dict[str, Any]) -> bool:
+    """Store the record ``given`` as it is (its revision number and times) unless its slug exists; True when stored."""
+    slug = parse_recipe(given, given.get("slug", "record")).slug
 
     def body(session: Session) -> bool:
-        if _locked_row(session, recipe.slug) is not None:
+        if _locked_row(session, slug) is not None:
             return False
-        _add_revision(session, None, recipe, notes=None, keep=True)
+        _add_revision(session, None, given, notes=None, keep=True)
         return True
 
     return _write(factory, body)
 
 
+def catalog_records() -> list[dict[str, Any]]:
+    """The built-in recipes as their files' JSON values, by file name.
+
+    Read from the files rather than :func:`rigbook.recipe.catalog.list_recipes`: a parsed recipe writes a given
+    ``207`` back as ``207.0``, and the hub serves an imported record as it was given.
+    """
+    folder = resources.files("rigbook.recipe") / "catalog"
+    return [read_json_text(entry.read_text(encoding="utf-8"), entry.name)
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+
+
 def load_catalog(factory: sessionmaker[Session]) -> list[str]:
     """Import every built-in recipe the hub lacks; returns the slugs imported (none on a second run)."""
-    from rigbook.recipe.catalog import list_recipes
-
-    return [r.slug for r in list_recipes() if import_recipe(factory, r)]
+    return [r["slug"] for r in catalog_records() if import_record(factory, r)]
 
 
 def get_record(session: Session, slug: str, no: int | None = None) -> dict[str, Any] | None:
@@ -268,31 +305,30 @@ def revisions(session: Session, slug: str) -> list[RevisionInfo] | None:
     return [RevisionInfo(no=r.no, content_hash=r.content_hash, created_at=r.created_at, notes=r.notes) for r in rows]
 
 
-def _measured_point(point: PerfPoint, digest: str) -> PerfPoint:
-    """A result's point as the recipe carries it: ``measured``, its result named, no id of another database."""
-    data = point.model_dump(mode="json", exclude_unset=True)
-    data.pop("id", None)
-    data["claimed_by"] = "measured"
-    data["notes"] = f"{point.notes or 'rigbook bench'} (result {digest[:19]})"
-    return PerfPoint.model_validate(data)
-
-
 def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, token_name: str) -> ResultAccepted:
-    """Join a checked result's perf points to ``slug`` as ``measured`` in a new revision (once per result)."""
+    """Join a result's perf points to ``slug`` as ``measured`` in a new revision (once per result).
+
+    The result is checked against the revision its points would join, in the same transaction: a refusal
+    (E_RESULT_REFUSED) lists every reason.
+    """
     digest = result.content_hash or ""
 
     def body(session: Session) -> ResultAccepted:
         row = _locked_row(session, slug) if SLUG_RE.fullmatch(slug) else None
         if row is None:
             raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
+        latest = _latest_record(session, row)
+        problems = result_problems(result, parse_recipe(latest, slug))
+        if problems:
+            raise InputError("E_RESULT_REFUSED", f"the result cannot be published: {len(problems)} problem(s)",
+                             details=problems)
         seen = session.execute(select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
                                ).scalar_one_or_none()
         if seen is not None:
             return ResultAccepted(slug=slug, revision=seen.revision_no, points_added=0, content_hash=digest, duplicate=True)
-        recipe = _latest(session, row)
-        measured = [_measured_point(p, digest) for p in result.perf_points]
-        recipe.perf_points = [*recipe.perf_points, *measured]
-        record = _add_revision(session, row, recipe, notes=f"measured points from bench result {digest}")
+        measured = [measured_point(p, digest) for p in result.perf_points]
+        record = latest | {"perf_points": [*(latest.get("perf_points") or []), *measured]}
+        record = _add_revision(session, row, record, notes=f"measured points from bench result {digest}")
         no = record["revision"]["no"]
         session.add(ResultRow(slug=slug, content_hash=digest, revision_no=no, token_name=token_name,
                               created_at=record["updated_at"],

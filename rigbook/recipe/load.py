@@ -85,7 +85,9 @@ def resolve_recipe(ref: str, *, hub: str | None = None) -> Recipe:
     if looks_like_location(ref):
         return load_recipe_file(ref)
     if hub:
-        return load_recipe_file(f"{hub.rstrip('/')}/api/v1/recipes/{ref}.json")
+        from rigbook.hub.client import HubClient
+
+        return HubClient(hub).get_recipe(ref)
     from rigbook.recipe.catalog import get_recipe
 
     return get_recipe(ref)

@@ -26,18 +26,20 @@ def point_conditions(**changes) -> PerfConditions:
     return PerfConditions(**(base | changes))
 
 
-def make_result(slug: str | None = SMALL_SLUG, *, decode: tuple[float, ...] = (321.5, 900.25),
-                conditions: PerfConditions | None = None, power: float | None = 700.0) -> BenchResult:
-    """A hashed bench result with one point per concurrency 1, 4, …"""
+def make_result(slug: str | None = SMALL_SLUG, *, decode: tuple[float, ...] = (321.46, 900.2539),
+                conditions: PerfConditions | None = None, power: float | None = 700.0, model: str = "smollm2",
+                gpu_names: tuple[str, ...] = ("NVIDIA H200",)) -> BenchResult:
+    """A hashed bench result with one point per concurrency 1, 4, … (by default one H200, the model sent as an alias)."""
     cond = conditions or point_conditions()
     points = [PerfPoint(context_len=512, decode_tok_s=v, concurrency=c, ttft_ms=40.0, claimed_by="measured",
                         per_request_decode_tok_s_median=round(v / c, 2), notes=f"burst c={c}", conditions=cond)
               for v, c in zip(decode, (1, 4, 8, 16), strict=False)]
     rig = RigSummary(hostname="h200-vm", os="Debian 12", cpu="Xeon", driver_version="570.1",
                      cuda_driver_version="12.8",
-                     gpus=[GpuSummary(index=0, name="NVIDIA H200", uuid="GPU-1", power_enforced_limit_w=power)])
+                     gpus=[GpuSummary(index=i, name=name, uuid=f"GPU-{i}", power_enforced_limit_w=power)
+                           for i, name in enumerate(gpu_names)])
     return BenchResult(
-        conditions=Conditions(url="http://127.0.0.1:8022/v1", model="smollm2", engine="llama.cpp", engine_version="0.3.36",
+        conditions=Conditions(url="http://127.0.0.1:8022/v1", model=model, engine=cond.engine, engine_version="0.3.36",
                               recipe_slug=slug, recipe_revision=1, rig=rig,
                               profile=ProfileRef(name="guide-400", version=1, content_hash="sha256:" + "0" * 64,
                                                  max_tokens=400, temperature=0.0, top_p=1.0, thinking=False,

@@ -4,27 +4,29 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
+import rigbook.recipe
 from rigbook.recipe.catalog import list_recipes
 from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.load import parse_recipe
 from tests.hub.helpers import SMALL_SLUG, make_result, point_conditions
 
 SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
-# What the hub owns in a record it stores: its revision number and time, content hash and timestamps.
-HUB_OWNED = {"revision.no", "revision.content_hash", "revision.created_at", "created_at", "updated_at"}
+FOUR_GPU_SLUG = "glm-5-3-flash-on-4x-rtx-pro-6000-blackwell-tensorfold-250w"
+# What the hub owns in a record: set on every write, added to an imported record that lacks them.
+HUB_OWNED = ("revision", "links", "speeds", "created_at", "updated_at")
+CATALOG = Path(rigbook.recipe.__file__).parent / "catalog"
 
 
-def differing_paths(a, b, prefix="") -> set[str]:
-    """Dotted paths where two JSON values differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = set()
-        for key in a.keys() | b.keys():
-            out |= differing_paths(a.get(key, KeyError), b.get(key, KeyError), f"{prefix}{key}.")
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return set().union(*(differing_paths(x, y, f"{prefix}{i}.") for i, (x, y) in enumerate(zip(a, b))))
-    return set() if a == b else {prefix.rstrip(".")}
+def same_json(a, b) -> bool:
+    """Equal as JSON text: same keys in the same order, and 207 is not 207.0."""
+    return json.dumps(a) == json.dumps(b)
+
+
+def with_hub_hash(record: dict) -> dict:
+    """``record`` with the one value an import changes: ``revision.content_hash`` becomes rigbook's hash."""
+    return record | {"revision": record["revision"] | {"content_hash": recipe_hash(parse_recipe(record))}}
 
 
 def test_fresh_hub_serves_the_builtin_catalog(hub):
@@ -36,17 +38,29 @@ def test_fresh_hub_serves_the_builtin_catalog(hub):
         assert item["links"]["self"] == f"/api/v1/recipes/{item['slug']}.json"
 
 
+def test_fresh_hub_serves_each_catalog_file_as_written(hub):
+    for path in sorted(CATALOG.glob("*.json")):
+        given = json.loads(path.read_text())
+        served = hub.client.get(f"/api/v1/recipes/{given['slug']}.json").json()
+        # Every field of the file, in its order and with its number types; the hub adds only what it owns.
+        assert set(served) - set(given) <= set(HUB_OWNED), path.name
+        expected = with_hub_hash(given) if "revision" in given else given
+        assert same_json({key: served[key] for key in given}, expected), path.name
+        assert served["revision"]["content_hash"] == recipe_hash(parse_recipe(given))
+    seed = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json").json()
+    assert seed["speeds"]["decode_tok_s"] == 207 and isinstance(seed["speeds"]["decode_tok_s"], int)
+
+
 def test_seed_record_imported_as_is_is_served_as_the_record(make_hub, seed_record):
-    from rigbook.hub.repository import import_recipe
+    from rigbook.hub.repository import import_record
 
     hub = make_hub(load_builtin=False)
-    assert import_recipe(hub.app.state.sessions, parse_recipe(seed_record))
+    assert import_record(hub.app.state.sessions, seed_record)
     served = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json")
     assert served.status_code == 200
-    body = served.json()
-    # links, speeds, perf points, timestamps: all as in the record; only the hash is the hub's own (sha256).
-    assert differing_paths(body, seed_record) == {"revision.content_hash"}
-    assert body["revision"]["content_hash"] == recipe_hash(parse_recipe(seed_record))
+    # The record exactly as given (order, number types, links, speeds, times); only the hash is the hub's own.
+    assert same_json(served.json(), with_hub_hash(seed_record))
+    assert served.json()["revision"]["content_hash"] != seed_record["revision"]["content_hash"]
 
 
 def test_seed_record_posted_keeps_its_shape(make_hub, seed_record):
@@ -54,12 +68,13 @@ def test_seed_record_posted_keeps_its_shape(make_hub, seed_record):
     posted = hub.client.post("/api/v1/recipes", json=seed_record, headers=hub.auth)
     assert posted.status_code == 201, posted.text
     body = hub.client.get(f"/api/v1/recipes/{SEED_SLUG}.json").json()
-    assert body == posted.json()
-    assert differing_paths(body, seed_record) <= HUB_OWNED
+    assert same_json(body, posted.json())
+    assert list(body) == list(seed_record)
+    assert same_json({k: v for k, v in body.items() if k not in HUB_OWNED},
+                     {k: v for k, v in seed_record.items() if k not in HUB_OWNED})
     assert body["revision"]["no"] == 1
     assert body["revision"]["content_hash"] == recipe_hash(parse_recipe(seed_record))
-    for key in ("links", "speeds", "perf_points", "performance"):
-        assert body[key] == seed_record[key]
+    assert body["links"] == seed_record["links"] and body["speeds"] == seed_record["speeds"]
 
 
 def test_filters_and_paging(hub):
@@ -104,6 +119,11 @@ def test_posting_again_adds_the_next_revision(hub, seed_record):
     assert [r["no"] for r in history] == [2, 3, 4]
     assert history[-1]["content_hash"] == third["revision"]["content_hash"]
     assert hub.client.get("/api/v1/recipes/nope/revisions").status_code == 404
+    tiny = {"slug": "tiny", "title": "tiny", "config": {"launch": ["true"]}}
+    for _ in range(2):
+        served = hub.client.post("/api/v1/recipes", json=tiny, headers=hub.auth).json()
+    assert served["revision"]["no"] == 2  # nothing added but the hub's own fields, after the record's
+    assert list(served)[:len(tiny)] == list(tiny) and set(served) == set(tiny) | set(HUB_OWNED)
 
 
 def test_every_write_needs_a_known_token(hub, seed_record):
@@ -136,27 +156,128 @@ def test_result_adds_measured_points_to_recipe_page_and_leaderboard(hub):
     assert answer.json()["points_added"] == 2
     record = hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()
     measured = [p for p in record["perf_points"] if p["claimed_by"] == "measured"]
-    assert [p["decode_tok_s"] for p in measured] == [321.5, 900.25]
+    assert [p["decode_tok_s"] for p in measured] == [321.46, 900.2539]  # the API keeps every digit
     assert measured[0]["conditions"]["power_limit_w_per_gpu"] == 700.0
     assert record["revision"]["no"] == answer.json()["revision"] == 2
     assert record["revision"]["content_hash"] == recipe_hash(parse_recipe(record))
-    assert record["speeds"]["decode_tok_s"] == 321.5
+    assert record["speeds"]["decode_tok_s"] == 321.46
 
     board = hub.client.get("/api/v1/leaderboard.json").json()
     group = next(g for g in board["groups"] if g["model"] == "smollm2-135m-instruct" and g["device_count"] == 1)
     row4 = next(r for r in group["rows"] if r["concurrency"] == 4)
-    assert row4["claimed"] == [] and row4["measured"][0]["decode_tok_s"] == 900.25
+    assert row4["claimed"] == [] and row4["measured"][0]["decode_tok_s"] == 900.2539
     assert row4["measured"][0]["conditions"]["card"] == "NVIDIA H200"
     glm = next(g for g in board["groups"] if g["model"] == "glm-5-3-flash" and g["device_count"] == 2)
     assert all(r["measured"] == [] and r["claimed"] for r in glm["rows"])
 
     page = hub.client.get(f"/r/{SMALL_SLUG}").text
-    assert "900.25" in page and "<svg" in page and "power_limit_w_per_gpu=700.0" in page
-    assert "900.25" in hub.client.get("/leaderboard").text
+    assert "900.3" in page and "900.2539" not in page and "<svg" in page and "power_limit_w_per_gpu=700.0" in page
+    assert "900.3" in hub.client.get("/leaderboard").text
 
     again = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=result.model_dump(mode="json"), headers=hub.auth)
     assert again.status_code == 200 and again.json()["duplicate"] is True
     assert hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()["revision"]["no"] == 2
+
+
+def test_a_measured_point_shows_only_what_its_result_recorded(hub):
+    # The recipe says kv_cache_dtype f16 and engine "llama-cpp-python 0.3.36"; the result recorded neither.
+    conditions = point_conditions(engine_version=None)
+    answer = hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", headers=hub.auth,
+                             json=make_result(conditions=conditions).model_dump(mode="json"))
+    assert answer.status_code == 201, answer.text
+    recorded = conditions.model_dump(mode="json", exclude_none=True)
+    board = hub.client.get("/api/v1/leaderboard.json").json()
+    entries = [e for g in board["groups"] for r in g["rows"] for e in r["measured"]]
+    assert len(entries) == 2 and all(e["conditions"] == recorded for e in entries)
+    rows = hub.client.get(f"/r/{SMALL_SLUG}").text.split('<tr class="measured">')[1:]
+    assert len(rows) == 2
+    assert all("kv_cache_dtype" not in row and "engine_version" not in row and "card=NVIDIA H200" in row for row in rows)
+
+
+def test_pages_round_numbers_and_the_api_keeps_them(hub):
+    conditions = point_conditions(energy_j_per_token=0.123456789)
+    result = make_result(decode=(196.71078833504683, 612.0049999), conditions=conditions)
+    assert hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=result.model_dump(mode="json"),
+                           headers=hub.auth).status_code == 201
+    for path in (f"/r/{SMALL_SLUG}", "/leaderboard"):
+        page = hub.client.get(path).text
+        assert "196.7 " in page or "196.7<" in page, path
+        assert "196.710" not in page and "612.004" not in page and "0.1234" not in page, path
+        assert "energy_j_per_token=0.123" in page, path
+    assert "612.0" in hub.client.get("/leaderboard").text
+    assert "196.7 tok/s single request" in hub.client.get("/?q=h200").text
+    record = hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").json()
+    assert record["perf_points"][-2]["decode_tok_s"] == 196.71078833504683
+    assert record["perf_points"][-2]["conditions"]["energy_j_per_token"] == 0.123456789
+
+
+def test_a_recipe_write_cannot_carry_measured_points(hub, seed_record):
+    forged = copy.deepcopy(seed_record)
+    forged["perf_points"][0] |= {"claimed_by": "measured", "decode_tok_s": 99999.0}
+    forged["perf_points"][2]["claimed_by"] = " Measured"
+    answer = hub.client.post("/api/v1/recipes", json=forged, headers=hub.auth)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "E_RECIPE_INVALID"
+    assert [line.split(":")[0] for line in error["details"]] == ["perf_points.0.claimed_by", "perf_points.2.claimed_by"]
+    assert "published bench result" in error["details"][0]
+    assert "99999" not in hub.client.get("/api/v1/leaderboard.json").text
+    assert hub.client.get(f"/api/v1/recipes/{SEED_SLUG}/revisions").json()["revisions"][-1]["no"] == 2
+
+
+def test_measured_points_survive_new_revisions_of_the_recipe(hub):
+    given = json.loads((CATALOG / f"{SMALL_SLUG}.json").read_text())
+    assert hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=make_result().model_dump(mode="json"),
+                           headers=hub.auth).status_code == 201
+    for summary in ("One word changed.", "Two words changed."):
+        answer = hub.client.post("/api/v1/recipes", json=given | {"summary": summary}, headers=hub.auth)
+        assert answer.status_code == 201, answer.text
+        record = answer.json()
+        measured = [p["decode_tok_s"] for p in record["perf_points"] if p["claimed_by"] == "measured"]
+        assert measured == [321.46, 900.2539]  # carried once, not duplicated
+        assert record["summary"] == summary
+        assert record["revision"]["content_hash"] == recipe_hash(parse_recipe(record))
+    board = hub.client.get("/api/v1/leaderboard.json").json()
+    group = next(g for g in board["groups"] if g["model"] == "smollm2-135m-instruct" and g["device_count"] == 1)
+    assert [e["decode_tok_s"] for r in group["rows"] for e in r["measured"]] == [321.46, 900.2539]
+    assert hub.client.get(f"/r/{SMALL_SLUG}").text.count('<tr class="measured">') == 2
+
+    # Moved to other hardware, the points no longer describe the recipe: left behind, and the revision says why.
+    moved = given | {"hardware": [given["hardware"][0] | {"device_count": 2}]}
+    record = hub.client.post("/api/v1/recipes", json=moved, headers=hub.auth).json()
+    assert [p for p in record["perf_points"] if p["claimed_by"] == "measured"] == []
+    assert "2 measured point(s) of earlier results not carried" in record["revision"]["notes"]
+    assert "revision 4 perf_points.1.conditions.gpu_count: the recipe runs on 2 GPU(s); got 1" in record["revision"]["notes"]
+
+
+def test_a_result_must_fit_its_recipe(hub):
+    def publish(slug, result):
+        return hub.client.post(f"/api/v1/recipes/{slug}/results", json=result.model_dump(mode="json"), headers=hub.auth)
+
+    def reasons(answer):
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"]["code"] == "E_RESULT_REFUSED"
+        return answer.json()["error"]["details"]
+
+    cpu = point_conditions(gpu_count=0, card=None, power_limit_w_per_gpu=None, engine="synthetic")
+    synthetic = make_result(FOUR_GPU_SLUG, conditions=cpu, model="synthetic", power=None, gpu_names=())
+    assert reasons(publish(FOUR_GPU_SLUG, synthetic)) == [
+        "perf_points.0.conditions.gpu_count: the recipe runs on 4 GPU(s); got 0",
+        "perf_points.1.conditions.gpu_count: the recipe runs on 4 GPU(s); got 0"]
+    h200s = make_result(FOUR_GPU_SLUG, decode=(50.0,), conditions=point_conditions(gpu_count=4), gpu_names=("NVIDIA H200",) * 4)
+    assert reasons(publish(FOUR_GPU_SLUG, h200s)) == [
+        "perf_points.0.conditions.card: not the recipe's card family (RTX PRO 6000 Blackwell); got 'NVIDIA H200'"]
+    other_model = make_result(model="qwen3-0.6b")
+    assert reasons(publish(SMALL_SLUG, other_model)) == [
+        "conditions.model: the recipe's server answers to 'smollm2-135m-instruct'; the result measured 'qwen3-0.6b'"]
+    assert hub.client.get(f"/api/v1/recipes/{FOUR_GPU_SLUG}.json").json()["revision"]["no"] == 1
+
+    # Another variant of the same card (Max-Q of an RTX PRO 6000 Blackwell), and no model id in the recipe: accepted.
+    card = "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"
+    fits = make_result(FOUR_GPU_SLUG, decode=(80.0,), model="whatever-the-server-calls-it", gpu_names=(card,) * 4,
+                       conditions=point_conditions(gpu_count=4, card=card, power_limit_w_per_gpu=250.0, engine="tensorfold"))
+    assert publish(FOUR_GPU_SLUG, fits).status_code == 201
+    assert publish(SMALL_SLUG, make_result(model="smollm2-135m-instruct-q4_1.gguf")).status_code == 201
 
 
 def test_result_with_missing_conditions_or_bad_hash_is_refused_with_every_reason(hub):
@@ -226,3 +347,22 @@ def test_openapi_and_pages_exist(hub):
             "/api/v1/recipes/{slug}/results", "/api/v1/leaderboard.json"} <= set(spec["paths"])
     assert hub.client.get("/r/nope").status_code == 404
     assert hub.client.get("/api/v1/recipes/nope.json").json()["error"]["code"] == "E_RECIPE_NOT_FOUND"
+
+
+def test_errors_are_worded_for_http(hub):
+    for path, code in (("/api/v1/recipes", "E_RECIPE_INVALID"), (f"/api/v1/recipes/{SMALL_SLUG}/results", "E_RESULT_REFUSED")):
+        answer = hub.client.post(path, content=b'{"slug": "a",', headers=hub.auth | {"content-type": "application/json"})
+        assert answer.status_code == 422
+        error = answer.json()["error"]
+        assert (error["code"], error["message"]) == (code, "the request body is not valid JSON")
+        assert len(error["details"]) == 1 and error["details"][0].startswith("(body): not valid JSON (")
+        assert "got {}" not in answer.text
+    wrong_method = hub.client.post("/api/v1/leaderboard.json", headers=hub.auth)
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "GET"
+    error = wrong_method.json()["error"]
+    assert error["code"] == "E_METHOD" and error["message"] == "POST is not allowed on /api/v1/leaderboard.json; allowed: GET"
+    assert "--help" not in error["remedy"] and "/openapi.json" in error["remedy"]
+    bad_query = hub.client.get("/api/v1/recipes", params={"limit": 0}).json()["error"]
+    assert bad_query["code"] == "E_INPUT" and "--help" not in bad_query["remedy"] and "/openapi.json" in bad_query["remedy"]
+    unknown = hub.client.get("/api/v1/nothing-here").json()["error"]
+    assert unknown["message"] == "nothing at /api/v1/nothing-here on this hub"

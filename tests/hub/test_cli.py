@@ -99,8 +99,8 @@ def test_publish_recipe_and_result(served, tmp_path, seed_record):
     assert done.exit_code == 0, done.stderr
     assert "published 2 measured point(s)" in done.stdout and f"/r/{SMALL_SLUG}" in done.stdout
     page = httpx.get(f"{url}/r/{SMALL_SLUG}").text
-    assert "900.25" in page
-    assert "900.25" in httpx.get(f"{url}/leaderboard").text
+    assert "900.3" in page
+    assert "900.3" in httpx.get(f"{url}/leaderboard").text
 
     orphan = save_result(make_result(None, decode=(11.0,)), tmp_path / "orphan.json")
     refused = rigbook("publish", str(orphan), "--hub", url, "--token", token)
@@ -151,3 +151,60 @@ def test_publish_too_large(tmp_path, seed_record):
         done = rigbook("publish", str(big), "--hub", url, "--token", token)
     app.state.engine.dispose()
     assert done.exit_code == 2 and "error[E_TOO_LARGE]" in done.stderr
+
+
+def test_client_takes_the_api_url_and_names_a_missing_recipe(served, tmp_path):
+    url, token = served
+    from rigbook.errors import RigbookError
+    from rigbook.hub.client import HubClient
+
+    for given in (url, url + "/", url + "/api/v1", url + "/api/v1/"):
+        assert HubClient(given).get_recipe(SMALL_SLUG).slug == SMALL_SLUG
+    with pytest.raises(RigbookError) as missing:
+        HubClient(url).get_recipe("nope")
+    assert missing.value.code == "E_RECIPE_NOT_FOUND" and "no recipe 'nope'" in missing.value.message
+    listed = rigbook("recipes", "list", "--hub", url + "/api/v1", "--json")
+    assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == len(list_recipes())
+    from rigbook.bench.result import save_result
+
+    done = rigbook("publish", str(save_result(make_result(), tmp_path / "r.json")), "--hub", url + "/api/v1/",
+                   "--token", token, "--json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["url"] == f"{url}/r/{SMALL_SLUG}"
+
+
+def test_recipes_show_names_a_recipe_the_hub_lacks(served):
+    url, _ = served
+    missing = rigbook("recipes", "show", "nope", "--hub", url)
+    assert missing.exit_code == 2 and "error[E_RECIPE_NOT_FOUND]" in missing.stderr
+    shown = rigbook("recipes", "show", SMALL_SLUG, "--hub", url + "/api/v1", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["slug"] == SMALL_SLUG
+
+
+def test_a_taken_port_is_e_port():
+    import socket
+
+    from rigbook.errors import RigbookError
+    from rigbook.hub.serve import check_port
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        for host in ("127.0.0.1", "0.0.0.0"):
+            with pytest.raises(RigbookError) as taken:
+                check_port(host, port)
+            assert taken.value.code == "E_PORT" and taken.value.exit_code == 2 and f"port {port}" in taken.value.message
+    check_port("127.0.0.1", free_port())
+
+
+def test_serve_on_a_taken_port_fails_with_e_port(tmp_path):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)], timeout=60,
+                              env=os.environ | {"RIGBOOK_HOME": str(tmp_path)}, capture_output=True, text=True)
+    assert done.returncode == 2 and "error[E_PORT]" in done.stderr and "rigbook hub on" not in done.stdout
