@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
-from rigbook.errors import LaunchError
+from rigbook.errors import InputError, LaunchError
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
 from rigbook.launch.plan import Plan
@@ -17,7 +17,8 @@ from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
 from rigbook.launch.smoke import SmokeResult, smoke as smoke_endpoint
 from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes, resolve_recipe
 
-RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine; a dry run does not probe).")
+RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
+                         "`up --dry-run` does not probe).")
 GpusOption = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, comma-separated (e.g. 0,1).")
 PortOption = typer.Option(None, "--port", help="Host port to serve on (default: the recipe's).")
 ModelsDirOption = typer.Option(None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models).")
@@ -64,6 +65,20 @@ def render_plan(plan: Plan) -> None:
             console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False)
 
 
+def render_findings_and_command(plan: Plan) -> None:
+    """What `up --yes` shows before it goes on: every finding, warnings included, and the exact start command."""
+    findings = [f for s in plan.steps for f in s.findings]
+    for finding in findings:
+        colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
+        console.print(f"[{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False)
+        console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False, soft_wrap=True)
+    if plan.command is not None:
+        console.print(f"starting {plan.recipe} as {plan.target.name}: $ {plan.command.shown}", markup=False,
+                      highlight=False, soft_wrap=True)
+    else:
+        console.print(f"nothing to start: smoke test of {plan.url}", markup=False, highlight=False)
+
+
 def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
     if plan.blocking:
         if not as_json:
@@ -73,10 +88,24 @@ def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
         raise typer.Exit(2)
 
 
+def _choose_recipe(recipe_ref: str | None, rig, *, unattended: bool) -> Recipe:
+    """The recipe named, else the built-in one for this machine; unattended (``--yes``) only the embedded CPU one."""
+    if recipe_ref:
+        return resolve_recipe(recipe_ref)
+    picked = _fitting_recipe(rig) if rig is not None else resolve_recipe(EMBEDDED_SLUG)
+    if unattended and picked.slug != EMBEDDED_SLUG:
+        # A GPU recipe can clone and run a stranger's script: nobody would have seen which one was picked.
+        raise InputError("E_INPUT", f"no recipe named, and the built-in pick for this machine is {picked.slug}; "
+                         f"with --yes rigbook picks nothing but the embedded CPU recipe {EMBEDDED_SLUG}",
+                         remedy=f"Read `rigbook plan {picked.slug}`, then name it: `rigbook up {picked.slug} --yes` "
+                         f"(or `rigbook up {EMBEDDED_SLUG} --yes` for the CPU recipe).")
+    return picked
+
+
 def _plan(recipe_ref: str | None, rig_file, gpus, port, models_dir, drafter, name=None, allow=None,
-          timeout=DEFAULT_READY_TIMEOUT, dry_run=True) -> tuple[Recipe, Plan]:
-    rig = _rig(rig_file, models_dir, probe=not dry_run)
-    recipe = resolve_recipe(recipe_ref) if recipe_ref else (_fitting_recipe(rig) if rig is not None else resolve_recipe(EMBEDDED_SLUG))
+          timeout=DEFAULT_READY_TIMEOUT, dry_run=True, probe=False, unattended=False) -> tuple[Recipe, Plan]:
+    rig = _rig(rig_file, models_dir, probe=probe)
+    recipe = _choose_recipe(recipe_ref, rig, unattended=unattended)
     plan = build_plan(recipe, rig=rig, gpus=gpus, port=port, models_dir=models_dir, drafter=drafter, name=name,
                       allow=allow, timeout=timeout, dry_run=dry_run)
     return recipe, plan
@@ -87,9 +116,9 @@ def plan(
     rig: Path = RigOption, gpus: str = GpusOption, port: int = PortOption, models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption, as_json: bool = JsonOption,
 ) -> None:
-    """Print the numbered steps `up` would take on this machine; touches nothing."""
+    """Print the numbered steps `up` would take on this machine; reads it (as `rigbook rig` does), changes nothing."""
     with handled(as_json):
-        _, made = _plan(recipe, rig, gpus, port, models_dir, drafter)
+        _, made = _plan(recipe, rig, gpus, port, models_dir, drafter, probe=True)
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
 
@@ -138,7 +167,8 @@ def up(
 
     dry = dry_run or dry_run_from_env()
     with handled(as_json):
-        loaded, made = _plan(recipe, rig, gpus, port, models_dir, drafter, name, allow, timeout, dry_run=dry)
+        loaded, made = _plan(recipe, rig, gpus, port, models_dir, drafter, name, allow, timeout, dry_run=dry,
+                             probe=not dry, unattended=yes and not dry)
         if dry:
             emit(made, as_json, lambda: render_plan(made))
             _exit_if_blocked(made, as_json)
@@ -146,6 +176,8 @@ def up(
 
         def confirm(p: Plan) -> bool:
             if yes:
+                if not as_json:  # with --json the result carries the findings and the command
+                    render_findings_and_command(p)
                 return True
             if not sys.stdin.isatty():
                 raise LaunchError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")

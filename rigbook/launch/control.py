@@ -73,7 +73,7 @@ def down(name: str | None = None, *, everything: bool = False) -> list[Stopped]:
 
 def log_path(name: str) -> str:
     """The log file of launch ``name`` (also after it stopped, while the file exists)."""
-    path = state_dir("logs") / f"{name}.log"
+    path = state_dir("logs") / f"{state.check_name(name)}.log"
     if not path.exists():
         raise LaunchError("E_NOT_RUNNING", f"no log for a launch named {name!r} in {path.parent}")
     return str(path)

@@ -4,6 +4,10 @@ A lock is a JSON record per slot key (``gpu-0``, ``gpu-GPU-…``, ``cpu``) namin
 launch, its pid and since when; it is held while that pid runs, so it outlives
 the CLI process that took it. A file lock makes take-and-check atomic between
 two `up` commands started at once. A record whose pid is gone is stale and taken over.
+
+`up` takes the lock in its own name before it fetches anything, so a second `up`
+on the same GPUs is refused before it downloads or starts; once the engine runs,
+the lock is handed to the engine's pid, so it outlives the CLI.
 """
 
 from __future__ import annotations
@@ -62,6 +66,21 @@ def acquire(keys: list[str], name: str, pid: int, create_time: float | None = No
         _refuse_if_held(keys)
         since = now_iso()
         for key in keys:
+            record = Holder(key=key, name=name, pid=pid, create_time=create_time, since=since)
+            _record(key).write_text(record.model_dump_json(), encoding="utf-8")
+
+
+def hand_over(keys: list[str], name: str, pid: int, create_time: float | None = None) -> None:
+    """Give the keys launch ``name`` holds to its engine process ``pid``; E_LOCKED if another launch took one."""
+    with _guard():
+        for key in keys:
+            try:
+                held = Holder.model_validate(json.loads(_record(key).read_text(encoding="utf-8")))
+            except (FileNotFoundError, ValueError):
+                held = None
+            if held is None or held.name != name:
+                _refuse_if_held([key])
+            since = held.since if held is not None and held.name == name else now_iso()
             record = Holder(key=key, name=name, pid=pid, create_time=create_time, since=since)
             _record(key).write_text(record.model_dump_json(), encoding="utf-8")
 

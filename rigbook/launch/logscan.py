@@ -75,13 +75,24 @@ def explain_exit(lines: list[str], extra: list[LogPattern] | None = None) -> Log
     return scan_lines(lines, extra) or first_error_line(lines)
 
 
-def read_tail(path: Path, max_bytes: int = 2_000_000) -> list[str]:
-    """The last ``max_bytes`` of a log file, as lines (empty when there is no file yet)."""
+def log_size(path: Path) -> int:
+    """The size of a log file now (0 when there is none): where the next launch's lines start."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def read_tail(path: Path, max_bytes: int = 2_000_000, *, since: int = 0) -> list[str]:
+    """The last ``max_bytes`` of a log file written after byte ``since``, as lines (empty when there is no file yet).
+
+    A log is appended to by every launch of the same name: ``since`` keeps an earlier run's lines out.
+    """
     try:
         with path.open("rb") as handle:
             handle.seek(0, 2)
             size = handle.tell()
-            handle.seek(max(0, size - max_bytes))
+            handle.seek(max(since, size - max_bytes) if since <= size else 0)
             data = handle.read()
     except FileNotFoundError:
         return []

@@ -46,8 +46,8 @@ def substitute(argv: list[str], values: dict[str, str]) -> list[str]:
     return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), item) for item in argv]
 
 
-def drop_options(args: list[str], names: set[str], flags: set[str] = frozenset()) -> tuple[list[str], list[str]]:
-    """``args`` without the options in ``names`` (with their value) and ``flags``; and what was dropped."""
+def drop_options(args: list[str], names: set[str]) -> tuple[list[str], list[str]]:
+    """``args`` without the options in ``names`` (with their value, or as ``--opt=value``); and what was dropped."""
     kept: list[str] = []
     dropped: list[str] = []
     i = 0
@@ -56,7 +56,7 @@ def drop_options(args: list[str], names: set[str], flags: set[str] = frozenset()
         if item in names:
             dropped.append(" ".join(args[i:i + 2]))
             i += 2
-        elif item in flags or item.split("=", 1)[0] in names:
+        elif item.split("=", 1)[0] in names:
             dropped.append(item)
             i += 1
         else:

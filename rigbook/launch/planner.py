@@ -13,16 +13,35 @@ from rigbook.launch.engines.base import step
 from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.spec import launch_spec
+from rigbook.launch.state import check_name
 from rigbook.preflight.finding import Finding
 from rigbook.launch.weights import free_bytes, hf_repo, weights_dest
 from rigbook.recipe.schema import Recipe
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+# An NVML index, or a GPU/MIG UUID as `nvidia-smi -L` prints it.
+GPU_ID = re.compile(r"^(?:\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-zA-Z/-]+)$")
+# Findings about the recipe itself, which hold wherever an external endpoint runs; the rest are about this machine.
+EXTERNAL_FINDINGS = {"W_LICENSE"}
 DEFAULT_READY_TIMEOUT = 900.0
 
 
 def _gb(n: int) -> str:
     return f"{n / 1e9:.2f} GB"
+
+
+def _gpu_tokens(wanted: str, need: int) -> list[str]:
+    """The ``--gpus`` items, each an index or a GPU UUID, as many as the recipe runs on; else E_INPUT."""
+    tokens = [t.strip() for t in wanted.split(",")]
+    bad = [t for t in tokens if not GPU_ID.match(t)]
+    if bad:
+        raise InputError("E_INPUT", f"--gpus {wanted}: {', '.join(repr(t) for t in bad)} is not a GPU index or UUID",
+                         remedy="Name GPUs by the indices or UUIDs `rigbook rig` (or `nvidia-smi -L`) lists, e.g. --gpus 0,1.")
+    if len(set(tokens)) != len(tokens):
+        raise InputError("E_INPUT", f"--gpus {wanted}: a GPU is named twice", remedy="Give each GPU once, e.g. --gpus 0,1.")
+    if need and len(tokens) != need:
+        raise InputError("E_INPUT", f"--gpus {wanted}: this recipe runs on {need} GPU(s), not {len(tokens)}",
+                         remedy=f"Name exactly {need} GPU(s).")
+    return tokens
 
 
 def choose_gpus(recipe: Recipe, rig: Any | None, wanted: str | None) -> tuple[list[GpuRef], bool]:
@@ -32,7 +51,7 @@ def choose_gpus(recipe: Recipe, rig: Any | None, wanted: str | None) -> tuple[li
         if recipe.gpu_count == 0:
             return [], False
         return (known[: recipe.gpu_count] if rig is not None else [GpuRef(index=i) for i in range(recipe.gpu_count)]), False
-    tokens = [t.strip() for t in wanted.split(",") if t.strip()]
+    tokens = _gpu_tokens(wanted, recipe.gpu_count)
     by_uuid = any(not t.isdigit() for t in tokens)
     chosen = []
     for position, token in enumerate(tokens):
@@ -45,7 +64,8 @@ def choose_gpus(recipe: Recipe, rig: Any | None, wanted: str | None) -> tuple[li
     return chosen, by_uuid
 
 
-def _check_step(recipe: Recipe, rig: Any | None, target: Target) -> Step:
+def _check_step(recipe: Recipe, rig: Any | None, target: Target, *, local: bool) -> Step:
+    """The preflight check; for an endpoint that runs elsewhere (``local`` False) only findings about the recipe."""
     if rig is None:
         return step(StepKind.check, "check the recipe against this rig",
                     ["skipped: no rig given, and a dry run does not probe the machine (pass --rig FILE)"])
@@ -53,9 +73,13 @@ def _check_step(recipe: Recipe, rig: Any | None, target: Target) -> Step:
 
     report = check_recipe(recipe, rig, gpus=[g.index for g in target.gpus] or None, port=target.port,
                           models_dir=target.models_dir)
-    checked = step(StepKind.check, "check the recipe against this rig",
-                   [f"{len(report.findings)} finding(s); " + ("nothing blocks the launch" if report.ok else "an error finding blocks the launch")])
-    checked.findings = list(report.findings)
+    findings = list(report.findings) if local else [f for f in report.findings if f.code in EXTERNAL_FINDINGS]
+    summary = f"{len(findings)} finding(s); " + ("an error finding blocks the launch" if any(f.blocks for f in findings)
+                                                 else "nothing blocks the launch")
+    details = [summary] if local else [
+        "the endpoint runs elsewhere: this machine's GPUs, driver, disk and port are not checked", summary]
+    checked = step(StepKind.check, "check the recipe against this rig", details)
+    checked.findings = findings
     return checked
 
 
@@ -70,12 +94,15 @@ def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
             revision = artifact.pin or "main"
             dest = weights_dest(target.models_dir, repo, revision)
             free = free_bytes(target.models_dir)
-            fits = ("fits" if artifact.size_bytes <= free else "DOES NOT FIT") if artifact.size_bytes else "cannot be checked"
+            too_big = bool(artifact.size_bytes) and artifact.size_bytes > free
+            fits = ("DOES NOT FIT" if too_big else "fits") if artifact.size_bytes else "cannot be checked"
             s = step(StepKind.weights, f"weights: {repo} at {revision[:12]}", [
                 f"from {artifact.pointer} revision {revision}" + ("" if artifact.pin else " (not pinned: a branch head can change)"),
                 f"into {dest}", f"size {size}; free there {_gb(free)}: {fits}",
                 "files stream to NAME.part, resume after an interruption, and are checked against the hub's sha256"])
             s.downloads = [Download(repo=repo, revision=revision, dest=dest, size_bytes=artifact.size_bytes, files=artifact.files)]
+            if too_big:
+                s.findings = [Finding.make("E_DISK", f"{repo} needs {size}; {_gb(free)} free at {target.models_dir}")]
         elif artifact.pointer_type == "python_package":
             s = step(StepKind.weights, f"weights: shipped in the Python package {artifact.pointer}", [f"size {size}", "nothing to download"])
         else:
@@ -100,13 +127,14 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
     """The plan for ``recipe`` on this machine. Reads no network and starts nothing."""
     spec = launch_spec(recipe)
     engine = engine_for(spec.kind)
-    name = name or recipe.slug[:63]
-    if not NAME.match(name):
-        raise InputError("E_INPUT", f"--name {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 63)")
+    name = check_name(name or recipe.slug[:63], "--name")
     serve_port = recipe.ext.serve.port if recipe.ext.serve else None
     if spec.kind == "script_repo" and port and serve_port and port != serve_port:
         raise InputError("E_INPUT", f"--port {port}: this recipe's script always listens on {serve_port}")
-    chosen, by_uuid = choose_gpus(recipe, rig, gpus)
+    local = engine.starts_process
+    if not local and gpus:
+        raise InputError("E_INPUT", "--gpus: an external endpoint runs elsewhere and uses no GPU of this machine; drop --gpus")
+    chosen, by_uuid = choose_gpus(recipe, rig, gpus) if local else ([], False)
     home = rigbook_home()
     target = Target(name=name, gpus=chosen, by_uuid=by_uuid, port=port or serve_port or 8000,
                     models_dir=(models_dir or home / "models").expanduser(), work_dir=home / "repos",
@@ -115,13 +143,15 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
     url = engine.url(spec, target)
     model_id = engine.model_id(recipe, spec)
 
-    steps = [_check_step(recipe, rig, target), *engine.fetch_steps(recipe, spec, target), *_weights_steps(recipe, target)]
+    # An external endpoint has its weights where it runs: nothing is fetched here.
+    steps = [_check_step(recipe, rig, target, local=local), *engine.fetch_steps(recipe, spec, target),
+             *(_weights_steps(recipe, target) if local else [])]
     if recipe.ext.autotune:
         steps.append(step(StepKind.autotune, "autotune kernels",
                           ["the engine runs its kernel autotuning as part of the start; the first launch takes longer"]))
     if command is not None:
         where = ", ".join(str(g.uuid if by_uuid and g.uuid else g.index) for g in chosen) or "CPU only"
-        details = [f"GPUs: {where}", f"host port: {target.port}", *engine.notes(spec, target), *_memory_note(spec)]
+        details = [f"GPUs: {where}", f"host port: {target.port}", *engine.notes(recipe, spec, target), *_memory_note(spec)]
         set_gpu_env = [k for k in GPU_ENV_DEFAULTS if k in command.env or f"-e {k}" in " ".join(command.argv)]
         if chosen and set_gpu_env:
             details.append("multicast off unless you set them: " + ", ".join(f"{k}={GPU_ENV_DEFAULTS[k]}" for k in set_gpu_env))

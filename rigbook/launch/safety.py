@@ -2,10 +2,14 @@
 
 Recipes come from strangers and become processes here. The container options
 that give a container the host (``--privileged``, host namespaces, capabilities,
-devices other than GPUs, unconfined security profiles, bind mounts of ``/``, the
-home directory or system directories) are refused with E_UNSAFE naming the
-option; ``--allow NAME`` lets one through. Native engines are checked for
-``--trust-remote-code``, which runs Python code from the model repository.
+devices other than GPUs, device cgroup rules, another container's volumes,
+unconfined security profiles or labels, the docker API socket, bind mounts of
+``/``, the home directory or system directories) are refused with E_UNSAFE
+naming the option; ``--allow NAME`` lets one through. Options are read the way
+docker reads them (:mod:`rigbook.launch.docker_args`), and a relative bind
+source is resolved against the folder docker runs in before it is checked.
+Native engines are checked for ``--trust-remote-code``, which runs Python code
+from the model repository.
 """
 
 from __future__ import annotations
@@ -14,14 +18,15 @@ import os
 from pathlib import Path
 
 from rigbook.errors import LaunchError
+from rigbook.launch.docker_args import parse_options
 
 # Namespaces the docker kind may share with the host without asking. `--ipc host`:
 # tensor-parallel engines pass tensors between worker processes through shared
 # memory, and the vLLM and SGLang images document `--ipc=host` for it.
 DOCKER_KIND_NEEDS = {"ipc-host"}
 
-HOST_NAMESPACES = {"--pid": "pid-host", "--ipc": "ipc-host", "--network": "network-host", "--net": "network-host",
-                   "--uts": "uts-host", "--userns": "userns-host", "--cgroupns": "cgroupns-host"}
+HOST_NAMESPACES = {"--pid": "pid-host", "--ipc": "ipc-host", "--network": "network-host", "--uts": "uts-host",
+                   "--userns": "userns-host", "--cgroupns": "cgroupns-host"}
 
 # Refused together with everything under them (/run and /var hold the docker socket).
 SYSTEM_DIRS = ["/etc", "/usr", "/var", "/proc", "/sys", "/dev", "/root", "/boot", "/bin", "/sbin", "/lib",
@@ -29,35 +34,15 @@ SYSTEM_DIRS = ["/etc", "/usr", "/var", "/proc", "/sys", "/dev", "/root", "/boot"
 # Refused as a whole; a folder inside them (your own models folder) is fine.
 WHOLE_DIRS = ["/home", "/opt", "/srv", "/mnt", "/media", "/tmp"]
 
-# Docker options that take a value as the next argv item (when not given as --opt=value).
-DOCKER_VALUE_OPTIONS = {
-    "-v", "--volume", "--mount", "-e", "--env", "--env-file", "-p", "--publish", "--name", "--gpus", "--device",
-    "--cap-add", "--cap-drop", "--security-opt", "-u", "--user", "-w", "--workdir", "--entrypoint", "--shm-size",
-    "--ulimit", "--runtime", "-l", "--label", "--restart", "--memory", "-m", "--cpus", "--cpuset-cpus",
-    "--add-host", "--hostname", "-h", "--log-driver", "--log-opt", "--platform", "--pull", "--stop-signal",
-    "--stop-timeout", "--tmpfs", "--volumes-from", "--group-add", "--sysctl", "--device-cgroup-rule",
-    *HOST_NAMESPACES,
-}
-
 GPU_DEVICE_PREFIXES = ("/dev/nvidia", "nvidia.com/gpu")
-
-
-def split_option(args: list[str], i: int) -> tuple[str, str | None, int]:
-    """The option at ``args[i]``, its value (from ``--opt=v`` or the next item) and the index after it."""
-    item = args[i]
-    if item.startswith("--") and "=" in item:
-        name, value = item.split("=", 1)
-        return name, value, i + 1
-    if item in DOCKER_VALUE_OPTIONS:
-        return item, (args[i + 1] if i + 1 < len(args) else None), i + 2
-    if item.startswith("-v") and len(item) > 2 and not item.startswith("--"):
-        return "-v", item[2:], i + 1
-    return item, None, i + 1
+# `--security-opt` values that switch a confinement off (docker accepts `=` or the old `:`).
+UNCONFINED = ("seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined", "label=disable",
+              "no-new-privileges=false")
 
 
 def _protected(path: str) -> str | None:
-    """Why mounting ``path`` from the host is dangerous, or None."""
-    resolved = os.path.normpath(os.path.expanduser(path))
+    """Why mounting ``path`` (absolute, normalised) from the host is dangerous, or None."""
+    resolved = path
     home = os.path.normpath(str(Path.home()))
     if resolved == "/":
         return "the whole host filesystem"
@@ -79,40 +64,63 @@ def _protected(path: str) -> str | None:
 
 
 def _bind_source(option: str, value: str) -> str | None:
-    """The host path a -v/--mount value binds, or None for a named volume or tmpfs."""
+    """The host path a --volume/--mount value binds, as written; None for a named or anonymous volume, or tmpfs."""
     if option == "--mount":
-        fields = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
+        fields = {k.strip().lower(): v.strip().strip('"') for k, _, v in (part.partition("=") for part in value.split(","))}
         if fields.get("type", "volume") != "bind":
             return None
         return fields.get("source") or fields.get("src")
+    if ":" not in value:
+        return None  # `-v /data`: an anonymous volume at /data inside the container
     source = value.split(":", 1)[0]
+    # Volume names start with a letter or digit; docker reads anything else as a host path.
     return source if source.startswith(("/", "~", ".")) else None
 
 
-def docker_dangers(args: list[str], *, needs: set[str] | None = None) -> list[tuple[str, str]]:
-    """(allow name, what it does) for each dangerous option in ``docker run`` options ``args``."""
+def _resolve(source: str, cwd: str) -> str:
+    """``source`` as docker binds it: ``~`` expanded, relative to ``cwd``, normalised."""
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(source)))
+
+
+def _unconfined(value: str) -> bool:
+    normal = value.replace(":", "=", 1).replace(" ", "").lower()
+    return "unconfined" in normal or normal.startswith(UNCONFINED)
+
+
+def docker_dangers(args: list[str], *, needs: set[str] | None = None, cwd: str | None = None) -> list[tuple[str, str]]:
+    """(allow name, what it does) for each dangerous option in ``docker run`` options ``args``.
+
+    ``cwd`` is the folder docker runs in (default: this process's), against which relative bind sources resolve.
+    """
     needs = DOCKER_KIND_NEEDS if needs is None else needs
+    cwd = cwd or os.getcwd()
     found: list[tuple[str, str]] = []
-    i = 0
-    while i < len(args):
-        option, value, i = split_option(args, i)
-        if option == "--privileged" and (value is None or value.lower() != "false"):
-            found.append(("privileged", "--privileged gives the container every device and capability of the host"))
-        elif option in HOST_NAMESPACES and value == "host":
-            name = HOST_NAMESPACES[option]
-            if name not in needs:
-                found.append((name, f"{option} host shares the host's {option.lstrip('-')} namespace with the container"))
-        elif option == "--cap-add" and value:
-            found.append(("cap-add", f"--cap-add {value} grants the container the kernel capability {value}"))
-        elif option == "--device" and value and not value.startswith(GPU_DEVICE_PREFIXES):
-            found.append(("device", f"--device {value} passes a host device other than a GPU into the container"))
-        elif option == "--security-opt" and value and ("unconfined" in value or value.startswith("no-new-privileges=false")):
-            found.append(("security-opt", f"--security-opt {value} turns off a container security profile"))
-        elif option in ("-v", "--volume", "--mount") and value:
-            source = _bind_source(option, value)
-            why = _protected(source) if source else None
+    options, _ = parse_options(args)
+    for o in options:
+        name, value, shown = o.name, o.value, o.shown
+        if name == "--privileged" and (value is None or value.lower() != "false"):
+            found.append(("privileged", f"{shown} gives the container every device and capability of the host"))
+        elif name == "--use-api-socket" and (value is None or value.lower() != "false"):
+            found.append(("use-api-socket", f"{shown} gives the container the docker API, and with it the host"))
+        elif name in HOST_NAMESPACES and value == "host":
+            allow = HOST_NAMESPACES[name]
+            if allow not in needs:
+                found.append((allow, f"{shown} shares the host's {name.lstrip('-')} namespace with the container"))
+        elif name == "--cap-add" and value:
+            found.append(("cap-add", f"{shown} grants the container the kernel capability {value}"))
+        elif name == "--device" and value and not value.startswith(GPU_DEVICE_PREFIXES):
+            found.append(("device", f"{shown} passes a host device other than a GPU into the container"))
+        elif name == "--device-cgroup-rule" and value:
+            found.append(("device-cgroup-rule", f"{shown} lets the container open host devices it creates"))
+        elif name == "--volumes-from" and value:
+            found.append(("volumes-from", f"{shown} mounts another container's volumes, host folders included"))
+        elif name == "--security-opt" and value and _unconfined(value):
+            found.append(("security-opt", f"{shown} turns off a container security profile"))
+        elif name in ("--volume", "--mount") and value:
+            source = _bind_source(name, value)
+            why = _protected(_resolve(source, cwd)) if source else None
             if why:
-                found.append(("bind-mount", f"{option} {value} mounts {why} into the container"))
+                found.append(("bind-mount", f"{shown} mounts {why} into the container"))
     return found
 
 

@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 from rigbook.errors import InputError
-from rigbook.launch.safety import split_option
+from rigbook.launch.docker_args import parse_options
 from rigbook.recipe.schema import DockerLaunch, LaunchSpec, Recipe, SglangLaunch, VllmLaunch
 
 
 def _from_docker_run(argv: list[str]) -> DockerLaunch:
     """`docker run [OPTIONS] IMAGE [ARGS]` → env knobs, the other options, the image."""
+    options, image_at = parse_options(argv[2:], stop_at_positional=True)
     env: dict[str, str] = {}
     args: list[str] = []
-    i = 2
-    while i < len(argv):
-        if not argv[i].startswith("-"):
-            break
-        option, value, after = split_option(argv, i)
-        if option in ("-e", "--env") and value is not None and "=" in value:
-            key, val = value.split("=", 1)
+    for option in options:
+        if option.name == "--env" and option.value is not None and "=" in option.value:
+            key, val = option.value.split("=", 1)
             env[key] = val
         else:
-            args.extend(argv[i:after])
-        i = after
-    if i >= len(argv):
+            args.extend(option.tokens)
+    rest = argv[2 + image_at:]
+    if not rest:
         raise InputError("E_RECIPE_INVALID", "config.launch is a `docker run` without an image")
-    if len(argv) > i + 1:
-        raise InputError("E_RECIPE_INVALID", f"config.launch passes a command after the image ({argv[i + 1]!r}); "
+    if len(rest) > 1:
+        raise InputError("E_RECIPE_INVALID", f"config.launch passes a command after the image ({rest[1]!r}); "
                          "write a rigbook.launch block for it")
     port = env.get("PORT")
-    return DockerLaunch(image=argv[i], env=env, args=args, container_port=int(port) if port and port.isdigit() else None)
+    return DockerLaunch(image=rest[0], env=env, args=args, container_port=int(port) if port and port.isdigit() else None)
 
 
 def launch_spec(recipe: Recipe) -> LaunchSpec:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from datetime import datetime, timezone
 
 import psutil
 from pydantic import BaseModel, Field, ValidationError
 
+from rigbook.errors import InputError
 from rigbook.home import state_dir
 from rigbook.launch.plan import LaunchCommand
 
@@ -52,8 +54,20 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# A launch name is also a file name under RIGBOOK_HOME: no '/', no leading '.', so it cannot reach outside.
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+
+
+def check_name(name: str, option: str = "NAME") -> str:
+    """``name`` when it is a valid launch name, else E_INPUT."""
+    if not NAME.match(name):
+        raise InputError("E_INPUT", f"{option} {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 63, "
+                         "starting with a letter or digit)", remedy="See `rigbook status` for the names of your launches.")
+    return name
+
+
 def _path(name: str):
-    return state_dir("runs") / f"{name}.json"
+    return state_dir("runs") / f"{check_name(name)}.json"
 
 
 def save(run: RunState) -> None:
@@ -79,5 +93,5 @@ def remove(name: str) -> None:
 
 def all_runs() -> list[RunState]:
     """Every recorded launch, running or stale, by start time."""
-    runs = [load(p.stem) for p in sorted(state_dir("runs").glob("*.json"))]
+    runs = [load(p.stem) for p in sorted(state_dir("runs").glob("*.json")) if NAME.match(p.stem)]
     return sorted((r for r in runs if r is not None), key=lambda r: r.started_at)

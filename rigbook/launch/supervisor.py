@@ -71,15 +71,18 @@ def probe_ready(url: str, timeout: float = 2.0) -> bool:
 
 
 def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float, *,
-               patterns: list[LogPattern] | None = None,
+               patterns: list[LogPattern] | None = None, since: int = 0,
                progress: Callable[[float, str], None] | None = None) -> float:
-    """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log."""
+    """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log.
+
+    Only the log written after byte ``since`` (where this launch started appending) is read.
+    """
     started = time.monotonic()
     while True:
         elapsed = time.monotonic() - started
         code = proc.poll()
         if code is not None:
-            lines = read_tail(log_path)
+            lines = read_tail(log_path, since=since)
             hit = explain_exit(lines, patterns)
             first = f": {hit.line}" if hit else " (the log has no error line)"
             raise LaunchError(hit.code if hit else "E_ENGINE_EXIT",
@@ -88,10 +91,10 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
         if probe_ready(url):
             return elapsed
         if elapsed > timeout:
-            hit = scan_lines(read_tail(log_path), patterns)
+            hit = scan_lines(read_tail(log_path, since=since), patterns)
             details = [f"log: {log_path}"] + ([f"the log shows {hit.code} at line {hit.line_no}: {hit.line}"] if hit else [])
             raise LaunchError("E_NOT_READY", f"{url} was not ready after {timeout:.0f} s", details=details)
         if progress:
-            tail = read_tail(log_path, 4096)
+            tail = read_tail(log_path, 4096, since=since)
             progress(elapsed, tail[-1].strip() if tail else "")
         time.sleep(POLL_S)

@@ -39,7 +39,7 @@ class Engine(ABC):
         """Dangerous options in the spec, as (allow name, what it does)."""
         return []
 
-    def notes(self, spec, target: Target) -> list[str]:
+    def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         """What rigbook mapped or replaced in the recipe's command, for the plan to show."""
         return []
 

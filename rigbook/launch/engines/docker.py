@@ -3,9 +3,12 @@
 rigbook runs the container in the foreground (its output is the engine log),
 removes it on exit, names it ``rigbook-NAME`` so `down` can stop it, maps the
 GPUs with ``--gpus`` and publishes the host port on loopback. The recipe's own
-``-d``, ``--rm``, ``--name``, ``--gpus`` and ``-p`` are author-side and replaced;
-``--network host`` is replaced by the published port unless you allow
-``network-host``.
+``-d``, ``--rm``, ``--name``, ``--gpus``, ``-p`` and ``-P`` are author-side and
+replaced (``-i``/``-t`` are dropped: nothing is typed into the engine); ``--network
+host`` is replaced by the published port unless you allow ``network-host``.
+Fetched weights are mounted read-only at ``/models/ORG/NAME``, and an env knob
+whose value is that repository (``MODEL=ORG/NAME``) is pointed at the mount, so
+the container serves the pinned files instead of downloading the branch head.
 """
 
 from __future__ import annotations
@@ -14,14 +17,15 @@ import shutil
 
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
-from rigbook.launch.placeholders import docker_gpus, drop_options, gpu_env_defaults
+from rigbook.launch.docker_args import drop_docker_options
+from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.safety import docker_dangers
 from rigbook.launch.weights import hf_repo, weights_dest
 from rigbook.recipe.schema import DockerLaunch, Recipe
 
-AUTHOR_SIDE = {"--name", "--gpus", "-p", "--publish"}
-AUTHOR_FLAGS = {"-d", "--detach", "--rm"}
+# Long names (docker_args normalises `-p` to `--publish`, `-d` to `--detach` …).
+AUTHOR_SIDE = {"--name", "--gpus", "--publish", "--publish-all", "--detach", "--rm", "--interactive", "--tty"}
 DEFAULT_CONTAINER_PORT = 8000
 
 
@@ -52,23 +56,34 @@ class DockerEngine(Engine):
         return f"http://{target.host}:{port}"
 
     def model_id(self, recipe: Recipe, spec: DockerLaunch) -> str | None:
-        return super().model_id(recipe, spec) or spec.env.get("MODEL") or spec.env.get("MODEL_ID")
+        served = super().model_id(recipe, spec)
+        if served or self.mounted_env(recipe, spec):
+            # A knob pointed at the mount changes the name the engine serves; the smoke test takes the one it lists.
+            return served
+        return spec.env.get("MODEL") or spec.env.get("MODEL_ID")
 
     def mapped_args(self, spec: DockerLaunch, target: Target) -> tuple[list[str], list[str]]:
         """The recipe's `docker run` options with author-side ones removed; and what was removed."""
         names = set(AUTHOR_SIDE)
         if not self.network_host(target):
-            names |= {"--network", "--net"}
-        return drop_options(spec.args, names, AUTHOR_FLAGS)
+            names.add("--network")
+        return drop_docker_options(spec.args, names)
+
+    def mounted(self, recipe: Recipe) -> dict[str, str]:
+        """Pinned weights repositories → the container path they are mounted at."""
+        return {repo: f"/models/{repo}" for artifact in recipe.artifacts
+                if (repo := hf_repo(artifact)) and artifact.pin}
 
     def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
         """Fetched weights, mounted read-only at /models/ORG/NAME."""
-        mounts = []
-        for artifact in recipe.artifacts:
-            repo = hf_repo(artifact)
-            if repo and artifact.pin:
-                mounts += ["-v", f"{weights_dest(target.models_dir, repo, artifact.pin)}:/models/{repo}:ro"]
-        return mounts
+        pins = {hf_repo(a): a.pin for a in recipe.artifacts if hf_repo(a) and a.pin}
+        return [item for repo, inside in self.mounted(recipe).items()
+                for item in ("-v", f"{weights_dest(target.models_dir, repo, pins[repo])}:{inside}:ro")]
+
+    def mounted_env(self, recipe: Recipe, spec: DockerLaunch) -> dict[str, str]:
+        """Env knobs whose value is a fetched repository, pointed at its mount instead."""
+        mounted = self.mounted(recipe)
+        return {key: mounted[value] for key, value in spec.env.items() if value in mounted}
 
     def fetch_steps(self, recipe: Recipe, spec: DockerLaunch, target: Target):
         pinned = "@sha256:" in spec.image
@@ -85,7 +100,8 @@ class DockerEngine(Engine):
         if not self.network_host(target):
             argv += ["-p", f"{target.host}:{target.port}:{self.container_port(spec)}"]
         argv += args + self.weights_mounts(recipe, target)
-        argv += [item for key, value in spec.env.items() for item in ("-e", f"{key}={value}")]
+        env = {**spec.env, **self.mounted_env(recipe, spec)}
+        argv += [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
         # Name-only `-e KEY`: docker copies the value from rigbook's environment into the container.
         extra = gpu_env_defaults() if target.gpus else {}
         argv += [item for key in extra if key not in spec.env for item in ("-e", key)]
@@ -101,9 +117,11 @@ class DockerEngine(Engine):
     def missing(self, spec: DockerLaunch) -> str | None:
         return None if shutil.which("docker") else "the docker client is not on PATH"
 
-    def notes(self, spec: DockerLaunch, target: Target) -> list[str]:
+    def notes(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[str]:
         _, dropped = self.mapped_args(spec, target)
         notes = [f"replaced author-side option: {d}" for d in dropped]
+        notes += [f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, mounted read-only"
+                  for key, inside in self.mounted_env(recipe, spec).items()]
         if not self.network_host(target):
             notes.append(f"host port {target.port} published on {target.host} → container port {self.container_port(spec)}")
         return notes

@@ -46,7 +46,7 @@ class NativeEngine(Engine):
     def dangers(self, spec, target: Target) -> list[tuple[str, str]]:
         return native_dangers(spec.args)
 
-    def notes(self, spec, target: Target) -> list[str]:
+    def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         _, dropped = drop_options(spec.args, self.mapped_options)
         return [f"replaced author-side option: {d}" for d in dropped]
 

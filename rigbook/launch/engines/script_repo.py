@@ -44,17 +44,23 @@ class ScriptRepoEngine(Engine):
         folder = self.checkout(recipe, target)
         commands = []
         details = [f"repository {spec.git_url}", f"into {folder}"]
+        # The clone's own .git, named outright: git never falls back to a repository the folder sits in.
+        git = ["git", "-C", str(folder), "--git-dir=.git", "--work-tree=."]
         if folder.exists():
-            details.append("already cloned: reused as it is (rigbook does not overwrite it)")
+            details.append("already cloned: changes in the clone are discarded (`git reset --hard`, `git clean -fd`) "
+                           "before the checkout and the patches")
+            # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what patches added.
+            commands += [LaunchCommand(argv=[*git, "reset", "--hard", "--quiet"]),
+                         LaunchCommand(argv=[*git, "clean", "-fd", "--quiet"])]
         else:
             commands.append(LaunchCommand(argv=["git", "clone", "--", spec.git_url, str(folder)]))
         if spec.commit:
             details.append(f"pinned commit {spec.commit}")
-            commands.append(LaunchCommand(argv=["git", "-C", str(folder), "checkout", "--detach", spec.commit]))
+            commands.append(LaunchCommand(argv=[*git, "checkout", "--detach", spec.commit]))
         else:
             details.append("warning: no pinned commit in the recipe — the branch head is used and can change")
         for patch in spec.patches:
-            commands.append(LaunchCommand(argv=["git", "-C", str(folder), "apply", "--", patch]))
+            commands.append(LaunchCommand(argv=[*git, "apply", "--", patch]))
         if spec.patch_count and not spec.patches:
             details.append(f"{spec.patch_count} patches: applied by the script itself ({' '.join(spec.start)})")
         if spec.dry_run_env:
@@ -66,7 +72,7 @@ class ScriptRepoEngine(Engine):
     def command(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> LaunchCommand:
         return LaunchCommand(argv=spec.start, env=self.env(spec, target), cwd=str(self.checkout(recipe, target)))
 
-    def notes(self, spec: ScriptRepoLaunch, target: Target) -> list[str]:
+    def notes(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> list[str]:
         notes = [f"the script chooses its own port ({target.port}) and model id"]
         if spec.drafter_env:
             notes.append(f"drafter: {spec.drafter_env}={target.drafter}" if target.drafter

@@ -1,0 +1,116 @@
+"""`up` end to end with small script recipes: what it prints, which log it reads, its lock, its clone, its names."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rigbook.launch.planner import build_plan
+from rigbook.launch.up import run_fetch_steps
+from rigbook.recipe import load_recipe_file
+from tests.launch.helpers import GUIDE, RIG_2X, rigbook, write_recipe
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+def git_repo(tmp_path: Path) -> tuple[str, str, Path]:
+    """A local repository with notes.txt at "v1" (its file:// URL, its commit) and a patch that makes it "v2"."""
+    repo = tmp_path / "upstream"
+    repo.mkdir(parents=True)
+    (repo / "notes.txt").write_text("v1\n")
+    subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
+    subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", "init"], check=True)
+    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    patch = repo.parent / "v2.patch"
+    patch.write_text("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-v1\n+v2\n")
+    return f"file://{repo}", commit, patch
+
+
+def script_recipe(tmp_path: Path, slug: str, code: str, **launch) -> Path:
+    """A script recipe whose start runs ``code`` in Python, from a fresh local repository."""
+    url, commit, _ = git_repo(tmp_path / slug)
+    return write_recipe(tmp_path, slug, {"kind": "script_repo", "git_url": url, "commit": commit,
+                                         "start": [sys.executable, "-c", code], **launch}, serve={"port": 47470})
+
+
+def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_path):
+    path = script_recipe(tmp_path, "warns", "import sys; sys.exit(3)")
+    recipe = json.loads(path.read_text())
+    recipe["hardware"] = [{"slug": "x", "vendor": "nvidia", "card": "RTX PRO 6000 Blackwell", "device_count": 2}]
+    recipe["rigbook"]["power_limit_w_per_gpu"] = 250
+    path.write_text(json.dumps(recipe))
+    done = rigbook("up", str(path), "--yes", "--rig", str(RIG_2X))
+    assert done.returncode == 2 and "error[E_ENGINE_EXIT]" in done.stderr  # the start fails after the output
+    assert "warning[W_POWER]" in done.stdout
+    command = next(line for line in done.stdout.splitlines() if "$ " in line)
+    assert "CUDA_VISIBLE_DEVICES=0,1" in command and command.endswith(f"{sys.executable} -c 'import sys; sys.exit(3)'")
+
+
+def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbook_home):
+    logs = rigbook_home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "fails.log").write_text("ERROR:    [Errno 98] error while attempting to bind on address: address already in use\n")
+    path = script_recipe(tmp_path, "fails", "import sys; print('ValueError: unknown quantization nvfp5'); sys.exit(3)")
+    done = rigbook("up", str(path), "--yes", "--json")
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "E_ENGINE_EXIT" and "unknown quantization nvfp5" in error["message"]
+
+
+def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_path, rigbook_home):
+    # The first launch's script dry run marks that it runs, then takes a while: its fetch step is in progress.
+    slow = ("import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(6)\n"
+            "else:\n    sys.exit(3)\n")
+    marks = [tmp_path / "first.mark", tmp_path / "second.mark"]
+    paths = [script_recipe(tmp_path, slug, slow, dry_run_env={"DRY_RUN": "1"}, env={"MARK": str(mark)})
+             for slug, mark in zip(("first", "second"), marks)]
+    first = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(paths[0]), "--yes", "--json"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marks[0].exists() and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.1)
+        assert marks[0].exists(), "the first launch did not reach its fetch step"
+        second = rigbook("up", str(paths[1]), "--yes", "--json")
+        error = json.loads(second.stdout)["error"]
+        assert error["code"] == "E_LOCKED" and "'first'" in error["message"]
+        assert not marks[1].exists() and not (rigbook_home / "repos" / "second").exists()
+    finally:
+        first.wait(timeout=60)
+    # The first one failed at its start: its lock is gone with it.
+    assert json.loads(first.stdout.read())["error"]["code"] == "E_ENGINE_EXIT"
+    assert not list((rigbook_home / "locks").glob("*.json"))
+
+
+def test_a_patched_script_recipe_can_be_fetched_again(tmp_path):
+    url, commit, patch = git_repo(tmp_path)
+    path = write_recipe(tmp_path, "patched", {"kind": "script_repo", "git_url": url, "commit": commit,
+                                              "patches": [str(patch)], "start": ["true"]})
+    recipe = load_recipe_file(str(path))
+    for _ in range(2):
+        plan = build_plan(recipe, models_dir=tmp_path)
+        run_fetch_steps(plan, progress=lambda message: None)
+        clone = plan.target.work_dir / "patched"
+        assert (clone / "notes.txt").read_text() == "v2\n"
+
+
+def test_up_yes_without_a_recipe_never_auto_picks_a_gpu_recipe(rigbook_home):
+    done = rigbook("up", "--yes", "--rig", str(RIG_2X), "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "E_INPUT" and GUIDE in error["message"] and f"rigbook up {GUIDE} --yes" in error["remedy"]
+    assert not (rigbook_home / "repos").exists() or not any((rigbook_home / "repos").iterdir())
+
+
+def test_logs_and_down_refuse_a_name_that_leaves_rigbook_home(rigbook_home):
+    secret = rigbook_home.parent / "secret.log"
+    secret.write_text("TOKEN=hunter2\n")
+    try:
+        done = rigbook("logs", "../../secret")
+        assert done.returncode == 2 and "error[E_INPUT]" in done.stderr and "hunter2" not in done.stdout
+        stopped = rigbook("down", "../../secret", "--json")
+        assert json.loads(stopped.stdout)["error"]["code"] == "E_INPUT"
+    finally:
+        secret.unlink()
