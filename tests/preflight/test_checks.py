@@ -124,6 +124,23 @@ def test_port_taken_on_a_live_rig():
         assert "E_PORT" not in codes(check_recipe(resolve_recipe(GUIDE), rig(), port=port))
 
 
+def test_a_port_with_only_time_wait_connections_is_free():
+    """An engine just stopped leaves its connections in TIME_WAIT; a new engine binds there fine."""
+    from rigbook.preflight.checks.host import port_taken
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn, llama-server and vLLM do
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    served, _ = listener.accept()
+    served.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+    listener.close()
+    client.close()
+    assert not port_taken(port)
+
+
 def test_saved_copy_test_failure_is_e_p2p_and_skip_is_w_p2p_test():
     r = rig()
     r.p2p_test = P2PTest.model_validate({"backend": "torch", "size_mib": 256,
