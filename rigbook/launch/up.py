@@ -92,6 +92,11 @@ def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress:
     if problem:
         raise LaunchError("E_ENGINE_MISSING", problem)
     if engine.starts_process:
+        same = state.load(plan.target.name)
+        if same is not None and same.alive:
+            # One name, one state file: a second launch under it would orphan the first.
+            raise LaunchError("E_INPUT", f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
+                              remedy=f"Stop it with `rigbook down {plan.target.name}`, or give this one another --name.")
         locks.check_free(plan.target.slot)
     if not confirm(plan):
         raise LaunchError("E_CONFIRM", "not confirmed; nothing was started")

@@ -114,3 +114,21 @@ def test_logs_and_down_refuse_a_name_that_leaves_rigbook_home(rigbook_home):
         assert json.loads(stopped.stdout)["error"]["code"] == "E_INPUT"
     finally:
         secret.unlink()
+
+
+def test_a_second_launch_under_a_running_launchs_name_is_refused(rigbook_home):
+    import os
+
+    import psutil
+
+    from rigbook.launch import state
+
+    me = psutil.Process()
+    state.save(state.RunState(name="taken", recipe="x", kind="llama_cpp", pid=os.getpid(), pgid=os.getpgid(0),
+                              create_time=me.create_time(), started_at=state.now_iso(), url="http://127.0.0.1:1",
+                              port=1, model_id=None, slot=["gpu-0"], log=str(rigbook_home / "x.log"), argv=["x"]))
+    done = rigbook("up", "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp", "--name", "taken", "--yes", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "E_INPUT" and "'taken' already runs" in error["message"] and "rigbook down taken" in error["remedy"]
+    assert state.load("taken").pid == os.getpid()  # the running launch's state is untouched
