@@ -114,6 +114,9 @@ def docker_dangers(args: list[str], *, needs: set[str] | None = None, cwd: str |
             found.append(("device-cgroup-rule", f"{shown} lets the container open host devices it creates"))
         elif name == "--volumes-from" and value:
             found.append(("volumes-from", f"{shown} mounts another container's volumes, host folders included"))
+        elif name in ("--env-file", "--label-file") and value:
+            # The file is read on the host: a recipe naming ~/.aws/credentials hands its secrets to the image.
+            found.append(("env-file", f"{shown} reads a host file into the container's environment"))
         elif name == "--security-opt" and value and _unconfined(value):
             found.append(("security-opt", f"{shown} turns off a container security profile"))
         elif name in ("--volume", "--mount") and value:

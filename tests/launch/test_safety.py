@@ -68,6 +68,8 @@ def test_hidden_folders_of_home_are_refused():
     (["--mount", "type=bind,src=/,dst=/host"], "bind-mount"),
     (["--volumes-from", "other"], "volumes-from"),
     (["--volumes-from=other:ro"], "volumes-from"),
+    (["--env-file", "/home/u/.aws/credentials"], "env-file"),
+    (["--env-file=.env"], "env-file"),
     (["--device-cgroup-rule", "c 1:3 mr"], "device-cgroup-rule"),
     (["--security-opt", "label=disable"], "security-opt"),
     (["--security-opt=label:disable"], "security-opt"),
