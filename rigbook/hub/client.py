@@ -22,8 +22,6 @@ from rigbook.recipe.schema import Recipe
 
 PAGE = 200
 API_PREFIX = "/api/v1"
-FALLBACK_CODE = {401: "E_AUTH", 404: "E_RECIPE_NOT_FOUND", 405: "E_METHOD", 413: "E_TOO_LARGE",
-                 422: "E_RECIPE_INVALID", 429: "E_RATE_LIMIT"}
 
 
 class ResultAccepted(BaseModel):
@@ -78,7 +76,12 @@ class HubClient:
             body = response.json().get("error") or {}
         except (ValueError, AttributeError):
             body = {}
-        code = body.get("code") if body.get("code") in CODES else FALLBACK_CODE.get(status, "E_HTTP")
+        if body.get("code") not in CODES:
+            # No rigbook error in the answer: whatever answered at that URL is not a rigbook hub.
+            return EndpointError("E_HTTP", f"{response.request.url} answered {status} without a rigbook error: "
+                                 f"not a rigbook hub? {response.text[:200]}",
+                                 "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.")
+        code = body["code"]
         message = f"the hub answered {status}: {body.get('message') or response.text[:200]}"
         if status == 429 and response.headers.get("retry-after"):
             message += f" (Retry-After: {response.headers['retry-after']} s)"

@@ -124,6 +124,18 @@ def test_publish_errors_are_clear(served, tmp_path, seed_record):
     dead_list = rigbook("recipes", "list", "--hub", f"http://127.0.0.1:{free_port()}")
     assert dead_list.exit_code == 2 and "error[E_CONNECT]" in dead_list.stderr
 
+    # A server that is not a hub (the bench's synthetic server answers 404 to unknown paths).
+    from tests.bench.helpers import start_synthetic
+
+    proc, other = start_synthetic()
+    try:
+        not_hub = rigbook("publish", str(result_file), "--hub", other, "--token", token, "--json")
+        assert not_hub.exit_code == 2 and json.loads(not_hub.stdout)["error"]["code"] == "E_HTTP"
+        assert "not a rigbook hub" in json.loads(not_hub.stdout)["error"]["message"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
     incomplete = save_result(make_result(conditions=point_conditions(quant=None, reply_tokens=None)), tmp_path / "inc.json")
     refused = rigbook("publish", str(incomplete), "--hub", url, "--token", token)
     assert refused.exit_code == 2 and "error[E_RESULT_REFUSED]" in refused.stderr
