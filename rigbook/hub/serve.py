@@ -12,23 +12,19 @@ import errno
 import socket
 
 from rigbook.errors import EnvironmentProblem, InputError
+from rigbook.ports import bind_error
 
 
 def check_port(host: str, port: int) -> None:
     """Raise E_PORT when something holds ``host:port``; E_INPUT when this machine cannot listen there at all."""
     try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise InputError("E_INPUT", f"--host {host!r} is not an address of this machine: {exc.strerror}") from None
-    for family, kind, proto, _name, address in addresses:
-        with socket.socket(family, kind, proto) as sock:
-            # As uvicorn binds: a port left in TIME_WAIT by a stopped hub is free to listen on again.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(address)
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    raise EnvironmentProblem("E_PORT", f"port {port} on {host} is already in use",
-                                             "Stop what listens there (another `rigbook hub serve`?) or pick "
-                                             "another port with `--port`.") from None
-                raise InputError("E_INPUT", f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        exc = bind_error(host, port)
+    except socket.gaierror as bad:
+        raise InputError("E_INPUT", f"--host {host!r} is not an address of this machine: {bad.strerror}") from None
+    if exc is None:
+        return
+    if exc.errno == errno.EADDRINUSE:
+        raise EnvironmentProblem("E_PORT", f"port {port} on {host} is already in use",
+                                 "Stop what listens there (another `rigbook hub serve`?) or pick "
+                                 "another port with `--port`.")
+    raise InputError("E_INPUT", f"cannot listen on {host}:{port}: {exc.strerror}")

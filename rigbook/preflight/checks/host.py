@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
+from rigbook.ports import bind_error
 from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
 from rigbook.rig.disk import probe_disk
@@ -78,15 +78,7 @@ def check_disk(ctx: CheckContext) -> list[Finding]:
 
 def port_taken(port: int) -> bool:
     """Something already listens on (or holds) TCP ``port`` on this machine."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # As servers bind (uvicorn, llama-server, vLLM): connections left in TIME_WAIT by an engine
-        # just stopped do not hold the port, a listener does.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return True
-    return False
+    return bind_error("0.0.0.0", port) is not None
 
 
 def check_port(ctx: CheckContext) -> list[Finding]:
