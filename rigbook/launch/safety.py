@@ -14,6 +14,7 @@ from the model repository.
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -63,13 +64,28 @@ def _protected(path: str) -> str | None:
     return None
 
 
+def _mount_fields(value: str) -> dict[str, list[str]]:
+    """A ``--mount`` value read as docker reads it: CSV fields (quotes allowed), keys and types in any case."""
+    fields: dict[str, list[str]] = {}
+    for row in csv.reader([value]):
+        for part in row:
+            key, _, val = part.partition("=")
+            fields.setdefault(key.strip().lower(), []).append(val.strip())
+    return fields
+
+
 def _bind_source(option: str, value: str) -> str | None:
     """The host path a --volume/--mount value binds, as written; None for a named or anonymous volume, or tmpfs."""
     if option == "--mount":
-        fields = {k.strip().lower(): v.strip().strip('"') for k, _, v in (part.partition("=") for part in value.split(","))}
-        if fields.get("type", "volume") != "bind":
-            return None
-        return fields.get("source") or fields.get("src")
+        fields = _mount_fields(value)
+        kind = (fields.get("type") or ["volume"])[-1].lower()
+        if kind == "bind":
+            return (fields.get("source") or fields.get("src") or [None])[-1]
+        # The local volume driver binds a host path too: volume-opt=o=bind,volume-opt=device=/PATH.
+        options = dict(opt.partition("=")[::2] for opt in fields.get("volume-opt", []))
+        if kind == "volume" and "device" in options:
+            return options["device"] or "/"
+        return None
     if ":" not in value:
         return None  # `-v /data`: an anonymous volume at /data inside the container
     source = value.split(":", 1)[0]
@@ -78,8 +94,17 @@ def _bind_source(option: str, value: str) -> str | None:
 
 
 def _resolve(source: str, cwd: str) -> str:
-    """``source`` as docker binds it: ``~`` expanded, relative to ``cwd``, normalised."""
-    return os.path.normpath(os.path.join(cwd, os.path.expanduser(source)))
+    """``source`` as docker binds it: ``~`` expanded, relative to ``cwd``, normalised (``//etc`` is ``/etc``)."""
+    path = os.path.normpath(os.path.join(cwd, os.path.expanduser(source)))
+    return "/" + path.lstrip("/")
+
+
+def _gpu_device(value: str) -> bool:
+    """A GPU device node or CDI name; a path is normalised first (``/dev/nvidia-caps/../sda`` is no GPU)."""
+    host = value.split(":", 1)[0]
+    if host.startswith("/"):
+        host = "/" + os.path.normpath(host).lstrip("/")
+    return host.startswith(GPU_DEVICE_PREFIXES)
 
 
 def _unconfined(value: str) -> bool:
@@ -108,7 +133,7 @@ def docker_dangers(args: list[str], *, needs: set[str] | None = None, cwd: str |
                 found.append((allow, f"{shown} shares the host's {name.lstrip('-')} namespace with the container"))
         elif name == "--cap-add" and value:
             found.append(("cap-add", f"{shown} grants the container the kernel capability {value}"))
-        elif name == "--device" and value and not value.startswith(GPU_DEVICE_PREFIXES):
+        elif name == "--device" and value and not _gpu_device(value):
             found.append(("device", f"{shown} passes a host device other than a GPU into the container"))
         elif name == "--device-cgroup-rule" and value:
             found.append(("device-cgroup-rule", f"{shown} lets the container open host devices it creates"))

@@ -68,6 +68,11 @@ def test_hidden_folders_of_home_are_refused():
     (["--mount", "type=bind,src=/,dst=/host"], "bind-mount"),
     (["--volumes-from", "other"], "volumes-from"),
     (["--volumes-from=other:ro"], "volumes-from"),
+    (["-v", "//var/run/docker.sock:/var/run/docker.sock"], "bind-mount"),  # Linux reads //var as /var
+    (["--mount", "type=volume,dst=/h,volume-opt=type=none,volume-opt=o=bind,volume-opt=device=/"], "bind-mount"),
+    (["--mount", '"type=bind","source=/",target=/h'], "bind-mount"),  # CSV quoting, as docker reads it
+    (["--mount", "type=BIND,source=/etc,target=/h"], "bind-mount"),
+    (["--device", "/dev/nvidia-caps/../sda"], "device"),
     (["--env-file", "/home/u/.aws/credentials"], "env-file"),
     (["--env-file=.env"], "env-file"),
     (["--device-cgroup-rule", "c 1:3 mr"], "device-cgroup-rule"),
