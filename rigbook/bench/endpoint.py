@@ -1,4 +1,4 @@
-"""The endpoint a bench measures: its base URL checked and normalised, and whether it runs on this machine.
+"""Whether the endpoint a bench measures runs on this machine.
 
 Telemetry and the rig summary describe *this* machine; recorded for a server on another host they
 would put this machine's GPUs and power beside someone else's numbers.
@@ -11,24 +11,6 @@ import socket
 from urllib.parse import urlsplit
 
 import psutil
-
-from rigbook.errors import InputError
-
-
-def base_url(url: str) -> str:
-    """``http(s)://host[:port][/prefix]`` without a trailing slash or ``/v1`` (the bench adds ``/v1/...``)."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError("E_INPUT", f"{url!r} is not an http(s) URL",
-                         "Give the server's base URL, e.g. http://127.0.0.1:8000 (with or without /v1).")
-    try:
-        parts.port  # noqa: B018 - parsing the port is the check
-    except ValueError:
-        raise InputError("E_INPUT", f"{url!r} has an invalid port", "Write the port as a number, e.g. :8000.") from None
-    path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def _local_addresses() -> set[str]:

@@ -60,8 +60,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
         with handled(as_json):
-            from rigbook.bench.endpoint import base_url, is_local
+            from rigbook.bench.endpoint import is_local
             from rigbook.bench.profiles import get_profile
+            from rigbook.urls import base_url
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.runner import BenchSpec, run_bench
             from rigbook.bench.telemetry import Sampler, open_reader

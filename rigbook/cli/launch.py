@@ -16,6 +16,7 @@ from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
 from rigbook.launch.smoke import SmokeResult, smoke as smoke_endpoint
 from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes, resolve_recipe
+from rigbook.urls import base_url
 
 RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
                          "`up --dry-run` does not probe).")
@@ -254,7 +255,7 @@ def smoke(
 ) -> None:
     """Check the model is served and answers "Say READY in one word." at temperature 0."""
     with handled(as_json):
-        result: SmokeResult = smoke_endpoint(url, model)
+        result: SmokeResult = smoke_endpoint(base_url(url), model)
         emit(result, as_json, lambda: console.print(
             f"{result.model} at {result.url}: {result.reply!r} in {result.seconds:.2f} s"
             + (f" ({result.completion_tokens} tokens)" if result.completion_tokens else ""), markup=False, highlight=False))

@@ -49,6 +49,9 @@ def read_json_text(text: str, source: str) -> Any:
     except json.JSONDecodeError as exc:
         raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                             details=[f"(file): line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
+    except RecursionError:
+        raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: nested too deeply to be a recipe",
+                            details=["(file): arrays or objects nested thousands deep"]) from None
 
 
 def fetch_text(location: str, *, timeout: float = 20.0) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigbook.bench.endpoint import base_url, is_local
+from rigbook.bench.endpoint import is_local
+from rigbook.urls import base_url
 from rigbook.errors import InputError
 
 
@@ -18,7 +19,7 @@ def test_base_url_drops_a_trailing_v1(given, base):
     assert base_url(given) == base
 
 
-@pytest.mark.parametrize("bad", ["notaurl", "ftp://host/x", "http://:80", "http://host:port"])
+@pytest.mark.parametrize("bad", ["notaurl", "ftp://host/x", "http://:80", "http://host:port", "http://[::1"])
 def test_a_non_url_is_bad_input(bad):
     with pytest.raises(InputError) as caught:
         base_url(bad)

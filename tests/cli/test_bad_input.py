@@ -22,6 +22,8 @@ def rigbook(*args: str) -> subprocess.CompletedProcess:
     (("check", EMBEDDED, "--gpus", ""), "E_INPUT"),
     (("check", EMBEDDED, "--gpus", "0,0"), "E_INPUT"),
     (("rig", "--save", "/nonexistent-dir/rig.json", "--yes"), "E_FILE"),
+    (("smoke", "http://[::1"), "E_INPUT"),
+    (("bench", "http://[::1"), "E_INPUT"),
 ])
 def test_json_errors(args, code):
     done = rigbook(*args, "--json")
@@ -38,3 +40,10 @@ def test_an_existing_save_file_is_not_overwritten_without_a_terminal_or_yes(tmp_
     assert target.read_text() == "mine"
     assert rigbook("rig", "--save", str(target), "--yes").returncode == 0
     assert json.loads(target.read_text())["schema_version"] == 1
+
+
+def test_a_recipe_nested_thousands_deep_is_invalid_not_a_crash(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    done = rigbook("check", str(deep), "--json")
+    assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "E_RECIPE_INVALID"

@@ -42,6 +42,7 @@ def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
         assert second.returncode == 2
         error = json.loads(second.stdout)["error"]
         assert error["code"] == "E_LOCKED" and "'e2e'" in error["message"] and f"pid {pid}" in error["message"]
+        assert "rigbook down e2e" in error["remedy"] and "--gpus" not in error["remedy"]  # no other CPU to pick
 
         logs = rigbook("logs", "e2e")
         assert logs.returncode == 0 and "llama" in logs.stdout.lower()
