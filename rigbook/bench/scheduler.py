@@ -63,20 +63,27 @@ class ClientMonitor:
                           client_bound=bool(reasons), reason="; ".join(reasons) or None)
 
 
+# One bench process holds one connection per stream; past a few hundred it is the bottleneck itself
+# (`make bench-client` measures where), and past this many it would only exhaust file descriptors.
+MAX_CONCURRENCY = 4096
+
+
 async def run_burst(send: Send, on_done: Done, *, requests: int, concurrency: int, stop: asyncio.Event) -> None:
     """Send ``requests`` requests, ``concurrency`` at a time; stops (dropping in-flight ones) when ``stop`` is set."""
-    gate = asyncio.Semaphore(concurrency)
+    indices = iter(range(requests))
 
-    async def one(i: int) -> None:
-        async with gate:
+    async def lane() -> None:
+        # Each lane takes the next index as its last request ends: at most `concurrency` in
+        # flight, and only that many tasks however many requests there are.
+        for i in indices:
             if stop.is_set():
                 return
             raw = RawRequest(sent=time.perf_counter())
             await send(i, raw)
             on_done(i, raw)
 
-    tasks = [asyncio.create_task(one(i)) for i in range(requests)]
-    await _until_done_or_stopped(tasks, stop)
+    lanes = [asyncio.create_task(lane()) for _ in range(min(concurrency, requests))]
+    await _until_done_or_stopped(lanes, stop)
 
 
 async def run_sustained(send: Send, on_done: Done, *, concurrency: int, duration_s: float,
@@ -105,14 +112,14 @@ async def run_sustained(send: Send, on_done: Done, *, concurrency: int, duration
 
 
 async def _until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event) -> None:
+    """Wait for every task, or cancel them all once ``stop`` is set (one wait, however many tasks)."""
+    everything = asyncio.gather(*tasks, return_exceptions=True)
     stopper = asyncio.create_task(stop.wait())
-    pending = set(tasks)
-    while pending:
-        done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
-        pending.discard(stopper)
-        if stopper in done:
-            for t in pending:
+    try:
+        await asyncio.wait({everything, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not everything.done():
+            for t in tasks:
                 t.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-            break
-    stopper.cancel()
+            await everything
+    finally:
+        stopper.cancel()

@@ -15,12 +15,18 @@ from rigbook.errors import InputError, RigbookError
 def _levels(text: str | None) -> list[int] | None:
     if text is None:
         return None
+    from rigbook.bench.scheduler import MAX_CONCURRENCY
+
     try:
-        levels = [int(x) for x in text.split(",") if x.strip()]
+        levels = [int(x) for x in text.split(",")]
     except ValueError:
         levels = []
     if not levels or any(c < 1 for c in levels):
         raise InputError("E_INPUT", f"--concurrency {text!r} is not a list of positive integers", "Write e.g. --concurrency 1,4,8.")
+    if max(levels) > MAX_CONCURRENCY:
+        raise InputError("E_INPUT", f"--concurrency {max(levels)} is more streams than one bench process holds "
+                         f"(at most {MAX_CONCURRENCY})",
+                         "Use fewer; `make bench-client` shows where this machine's client becomes the bottleneck.")
     return levels
 
 

@@ -66,8 +66,9 @@ def test_bad_input_is_a_coded_error(url, tmp_path):
     assert p.returncode == 2 and "error[E_MODEL_ID]" in p.stderr and "synthetic" in p.stderr
     p = rigbook("bench", f"http://127.0.0.1:{free_port()}", "--out", str(tmp_path / "r.json"))
     assert p.returncode == 2 and "error[E_CONNECT]" in p.stderr
-    p = rigbook("bench", url, "--concurrency", "1,x", "--json")
-    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT"
+    for bad in ("1,x", "1,,2", "0", "100000"):
+        p = rigbook("bench", url, "--concurrency", bad, "--json")
+        assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT", bad
     p = rigbook("report", str(tmp_path / "missing.json"))
     assert p.returncode == 2 and "error[E_RESULT_INVALID]" in p.stderr
     p = rigbook("bench", "notaurl", "--json")
