@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
-from rigbook.errors import InputError
+from rigbook.errors import InputError, RigbookError
 from rigbook.recipe.load import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 
@@ -148,12 +148,31 @@ def _is_bench_result(ref: str) -> bool:
     return isinstance(data, dict) and data.get("kind") == BENCH_KIND
 
 
+def _looks_like_recipe(ref: str) -> bool:
+    """A JSON object with a slug: a recipe with mistakes in it, to be reported as one."""
+    try:
+        data = json.loads(Path(ref).expanduser().read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "slug" in data
+
+
 def load_source(ref: str) -> Source:
     """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
     if _is_bench_result(ref):
         source = source_from_result(ref, load_result(ref))
     else:
-        source = source_from_recipe(ref, resolve_recipe(ref))
+        try:
+            recipe = resolve_recipe(ref)
+        except RigbookError as exc:
+            if exc.code != "E_RECIPE_INVALID" or not Path(ref).expanduser().is_file() or _looks_like_recipe(ref):
+                raise
+            # A file that is no recipe may be a result cut short or edited: say both what it is not.
+            raise InputError("E_RESULT_INVALID", f"{ref} is neither a bench result nor a recipe: {exc.message}",
+                             "Give a result file written by `rigbook bench` (a killed run's *.journal.jsonl "
+                             "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
+                             details=exc.details) from None
+        source = source_from_recipe(ref, recipe)
     if not source.points:
         raise InputError("E_INPUT", f"{ref} has no perf point with a concurrency and a number to compare",
                          "Measure it with `rigbook bench`, or pick a recipe with published numbers.",

@@ -55,3 +55,18 @@ def test_docs_state_every_rule_and_table():
     for name in ("hardware.json", "models.json", "quants.json", "`energy`", "`factors`", "E_NOT_COMPARABLE",
                  "geometric mean"):
         assert name in doc
+
+
+def test_a_file_that_is_neither_result_nor_recipe_says_so(tmp_path):
+    from tests.compare.bench_results import write_result
+
+    good = write_result(tmp_path / "good.json", energy=None)
+    cut = tmp_path / "cut.json"
+    cut.write_text(good.read_text()[:500])
+    out = runner.invoke(app, ["compare", str(cut), str(good), "--json"])
+    error = json.loads(out.output)["error"]
+    assert out.exit_code == 2 and error["code"] == "E_RESULT_INVALID" and "neither a bench result nor a recipe" in error["message"]
+    broken_recipe = tmp_path / "recipe.json"
+    broken_recipe.write_text(json.dumps({"slug": "x", "config": {"launch": 5}}))
+    out = runner.invoke(app, ["compare", str(broken_recipe), str(good), "--json"])
+    assert json.loads(out.output)["error"]["code"] == "E_RECIPE_INVALID"
