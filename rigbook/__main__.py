@@ -1,3 +1,3 @@
-from rigbook.cli.app import main
+from rigbook.cli.entry import main
 
 main()

@@ -47,3 +47,15 @@ def test_a_recipe_nested_thousands_deep_is_invalid_not_a_crash(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     done = rigbook("check", str(deep), "--json")
     assert done.returncode == 2 and json.loads(done.stdout)["error"]["code"] == "E_RECIPE_INVALID"
+
+
+def test_ctrl_c_while_the_cli_starts_ends_quietly():
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "recipes", "list"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.15)  # inside the imports (they take about half a second)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=30)[1]
+    assert "Traceback" not in err and proc.returncode in (130, -signal.SIGINT)
