@@ -8,26 +8,13 @@ import typer
 from rich.padding import Padding
 
 from rigbook.cli.output import JsonOption, console, emit, handled
-from rigbook.errors import InputError
 from rigbook.preflight.check import CheckReport, check_recipe
 from rigbook.recipe.load import resolve_recipe
+from rigbook.rig.gpu_ids import gpu_indices, parse_gpu_ids
 from rigbook.rig.model import load_rig
 from rigbook.rig.probe import probe_rig
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def parse_gpus(text: str | None) -> list[int] | None:
-    """'0,1' → [0, 1]."""
-    if text is None:
-        return None
-    try:
-        picked = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise InputError("E_INPUT", f"--gpus {text!r} is not a list of GPU indices", "Write it like --gpus 0,1.") from None
-    if not picked or any(i < 0 for i in picked) or len(set(picked)) != len(picked):
-        raise InputError("E_INPUT", f"--gpus {text!r} names no GPU, a negative index or one twice", "Write it like --gpus 0,1.")
-    return picked
 
 
 def render_report(report: CheckReport, rig_file: Path | None = None) -> None:
@@ -55,7 +42,7 @@ def register(app: typer.Typer) -> None:
     def check_command(
         recipe: str = typer.Argument(..., help="A catalog slug, a recipe .json file, or an http(s) URL."),
         rig_file: Path = typer.Option(None, "--rig", help="Check against this saved Rig document instead of this machine."),
-        gpus: str = typer.Option(None, "--gpus", help="GPU indices to use, e.g. 0,1 (default: the first the recipe needs)."),
+        gpus: str = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, e.g. 0,1 (default: the first the recipe needs)."),
         port: int = typer.Option(None, "--port", min=1, max=65535, help="The port the engine would listen on (default: the recipe's)."),
         models_dir: Path = typer.Option(None, "--models-dir", help="Where models are stored (default RIGBOOK_HOME/models)."),
         p2p_test: bool = typer.Option(False, "--p2p-test", help="Also copy a buffer both ways between the GPUs (needs PyTorch or CuPy)."),
@@ -63,9 +50,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a recipe against this machine (or --rig FILE): exit 0 with no error finding, 2 with one."""
         with handled(as_json):
-            picked = parse_gpus(gpus)
+            tokens = parse_gpu_ids(gpus) if gpus is not None else None
             loaded = resolve_recipe(recipe)
             rig = load_rig(rig_file) if rig_file is not None else probe_rig(models_dir)
+            picked = gpu_indices(tokens, rig) if tokens is not None else None
             report = check_recipe(loaded, rig, gpus=picked, port=port, models_dir=models_dir, p2p_test=p2p_test)
             emit(report, as_json, lambda: render_report(report, rig_file))
         if not report.ok:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,11 @@ from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
-from rigbook.preflight.finding import Finding
 from rigbook.launch.weights import free_bytes, hf_repo, weights_dest
+from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
+from rigbook.rig.gpu_ids import parse_gpu_ids
 
-# An NVML index, or a GPU/MIG UUID as `nvidia-smi -L` prints it.
-GPU_ID = re.compile(r"^(?:\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9a-zA-Z/-]+)$")
 # Findings about the recipe itself, which hold wherever an external endpoint runs; the rest are about this machine.
 EXTERNAL_FINDINGS = {"W_LICENSE"}
 DEFAULT_READY_TIMEOUT = 900.0
@@ -30,14 +28,8 @@ def _gb(n: int) -> str:
 
 
 def _gpu_tokens(wanted: str, need: int) -> list[str]:
-    """The ``--gpus`` items, each an index or a GPU UUID, as many as the recipe runs on; else E_INPUT."""
-    tokens = [t.strip() for t in wanted.split(",")]
-    bad = [t for t in tokens if not GPU_ID.match(t)]
-    if bad:
-        raise InputError("E_INPUT", f"--gpus {wanted}: {', '.join(repr(t) for t in bad)} is not a GPU index or UUID",
-                         remedy="Name GPUs by the indices or UUIDs `rigbook rig` (or `nvidia-smi -L`) lists, e.g. --gpus 0,1.")
-    if len(set(tokens)) != len(tokens):
-        raise InputError("E_INPUT", f"--gpus {wanted}: a GPU is named twice", remedy="Give each GPU once, e.g. --gpus 0,1.")
+    """The ``--gpus`` items, as many as the recipe runs on; else E_INPUT."""
+    tokens = parse_gpu_ids(wanted)
     if need and len(tokens) != need:
         raise InputError("E_INPUT", f"--gpus {wanted}: this recipe runs on {need} GPU(s), not {len(tokens)}",
                          remedy=f"Name exactly {need} GPU(s).")

@@ -34,3 +34,18 @@ def test_the_h200_recipe_passes_and_the_seed_recipe_is_refused_with_reasons():
     assert [f.code for f in seed.findings] == ["E_GPU_COUNT", "E_GPU_MODEL", "E_DOCKER", "E_TOOLKIT", "E_DISK"]
     disk = next(f for f in seed.findings if f.code == "E_DISK")
     assert "188.9 GB" in disk.message and "67.9 GB free" in disk.message
+
+
+def test_check_takes_a_gpu_by_uuid_as_plan_does():
+    import json
+    import subprocess
+    import sys
+
+    rig_file = FIXTURES / "rigs" / "h200-1x.rig.json"
+    uuid = h200().gpus[0].uuid
+    for gpus, ok in ((uuid, True), ("0", True), ("GPU-00000000-0000-0000-0000-000000000000", False)):
+        done = subprocess.run([sys.executable, "-m", "rigbook", "check", H200_RECIPE, "--rig", str(rig_file),
+                               "--gpus", gpus, "--json"], capture_output=True, text=True, timeout=60)
+        body = json.loads(done.stdout)
+        assert (done.returncode, body.get("gpus")) == (0, [0]) if ok else \
+            (done.returncode == 2 and body["error"]["code"] == "E_INPUT"), done.stdout
