@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from rigbook.bench.profiles import Profile
-from rigbook.errors import EndpointError
+from rigbook.endpoint.url import v1_url
 
 
 @dataclass
@@ -119,7 +119,7 @@ async def stream_chat(client: httpx.AsyncClient, url: str, body: dict, stall_tim
     timeout = httpx.Timeout(connect=10.0, read=stall_timeout_s, write=10.0, pool=None)
     saw_done = False
     try:
-        async with client.stream("POST", url.rstrip("/") + "/v1/chat/completions", json=body, timeout=timeout,
+        async with client.stream("POST", v1_url(url, "chat/completions"), json=body, timeout=timeout,
                                  extensions={"trace": _stamp_sent(raw)}) as resp:
             if resp.status_code >= 400:
                 text = (await resp.aread()).decode("utf-8", "replace")[:300]
@@ -153,44 +153,3 @@ async def stream_chat(client: httpx.AsyncClient, url: str, body: dict, stall_tim
     if raw.error is None and not saw_done and raw.finish_reason is None:
         raw.error = "dropped: stream ended without finish_reason or [DONE]"
     return raw
-
-
-@dataclass
-class ServerInfo:
-    """What the endpoint says about itself."""
-
-    models: list[str]
-    engine: str | None
-    engine_version: str | None
-    engine_known: bool = False
-
-
-# owned_by values the engines put in /v1/models
-_OWNERS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama.cpp", "llama.cpp": "llama.cpp", "tgi": "tgi"}
-
-
-async def discover(client: httpx.AsyncClient, url: str) -> ServerInfo:
-    """List the served models and guess the engine and its version from what the server tells."""
-    base = url.rstrip("/")
-    try:
-        resp = await client.get(base + "/v1/models", timeout=10.0)
-    except httpx.HTTPError as exc:
-        raise EndpointError("E_CONNECT", f"cannot reach {base}/v1/models: {type(exc).__name__}: {exc}") from exc
-    if resp.status_code >= 400:
-        raise EndpointError("E_HTTP", f"GET {base}/v1/models answered {resp.status_code}: {resp.text[:200]}")
-    try:
-        data = resp.json().get("data") or []
-    except (ValueError, AttributeError) as exc:
-        raise EndpointError("E_HTTP", f"GET {base}/v1/models did not answer an OpenAI model list") from exc
-    models = [m.get("id") for m in data if isinstance(m, dict) and m.get("id")]
-    owner = next((m.get("owned_by") for m in data if isinstance(m, dict) and m.get("owned_by")), None)
-    engine = _OWNERS.get(str(owner).lower(), owner) if owner else None
-    version = None
-    try:  # vLLM and SGLang answer /version
-        v = await client.get(base + "/version", timeout=3.0)
-        if v.status_code == 200 and isinstance(v.json(), dict):
-            version = v.json().get("version")
-    except (httpx.HTTPError, ValueError):
-        version = None
-    return ServerInfo(models=models, engine=engine, engine_version=version,
-                      engine_known=str(owner).lower() in _OWNERS)

@@ -73,9 +73,6 @@ _PROFILES: dict[tuple[str, int], Profile] = {
     ),
 }
 
-DEFAULT_PROFILE = "seed"
-
-
 def list_profiles() -> list[Profile]:
     """Every shipped profile version."""
     return list(_PROFILES.values())

@@ -18,13 +18,14 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
 from rigbook.bench.assemble import assemble
-from rigbook.bench.backend import RawRequest, chat_payload, discover, stream_chat
+from rigbook.bench.backend import RawRequest, chat_payload, stream_chat
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import Profile
 from rigbook.bench.result import BenchResult, Cell, Conditions, ProfileRef, RequestRecord, save_result
 from rigbook.bench.scheduler import ClientMonitor, run_burst, run_sustained
 from rigbook.bench.telemetry import Sampler
+from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
 
@@ -92,7 +93,7 @@ async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable:
         loop.add_signal_handler(sig, stop.set)
     limits = httpx.Limits(max_connections=max(levels) + 4, max_keepalive_connections=max(levels) + 4)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0, read=stall)) as client:
-        info = await discover(client, spec.url)
+        info = await asyncio.to_thread(discover, spec.url)
         model = spec.model or (info.models[0] if info.models else None)
         if model is None or (info.models and model not in info.models):
             raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",

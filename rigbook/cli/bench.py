@@ -34,7 +34,7 @@ def _recipe(ref: str | None) -> dict:
     """What the named recipe says about the run: its revision, engine and the conditions it states (quant)."""
     if ref is None:
         return {}
-    from rigbook.recipe.load import resolve_recipe
+    from rigbook.recipe.resolve import resolve_recipe
 
     recipe = resolve_recipe(ref)
     extra = {}
@@ -66,9 +66,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
         with handled(as_json):
-            from rigbook.bench.endpoint import is_local
+            from rigbook.endpoint.local import is_local
             from rigbook.bench.profiles import get_profile
-            from rigbook.urls import base_url
+            from rigbook.endpoint.url import base_url
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.runner import BenchSpec, run_bench
             from rigbook.bench.telemetry import Sampler, open_reader

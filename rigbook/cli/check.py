@@ -9,7 +9,7 @@ from rich.padding import Padding
 
 from rigbook.cli.output import JsonOption, console, emit, handled
 from rigbook.preflight.check import CheckReport, check_recipe
-from rigbook.recipe.load import resolve_recipe
+from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.gpu_ids import gpu_indices, parse_gpu_ids
 from rigbook.rig.model import load_rig
 from rigbook.rig.probe import probe_rig

@@ -9,14 +9,15 @@ from pathlib import Path
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
-from rigbook.errors import InputError, LaunchError
+from rigbook.errors import InputError
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
-from rigbook.launch.smoke import SmokeResult, smoke as smoke_endpoint
-from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes, resolve_recipe
-from rigbook.urls import base_url
+from rigbook.endpoint import SmokeResult, base_url
+from rigbook.endpoint import smoke as smoke_endpoint
+from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes
+from rigbook.recipe.resolve import resolve_recipe
 
 RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
                          "`up --dry-run` does not probe).")
@@ -181,7 +182,7 @@ def up(
                     render_findings_and_command(p)
                 return True
             if not sys.stdin.isatty():
-                raise LaunchError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
+                raise InputError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
             render_plan(p)
             return typer.confirm(f"Start {p.target.name}?", default=False)
 

@@ -15,7 +15,7 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from rigbook.errors import RigbookError
+from rigbook.errors import ErrorDocument, InternalError, RigbookError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -51,7 +51,7 @@ def emit(value: Any, as_json: bool, render: Callable[[], None]) -> None:
 def report_error(exc: RigbookError, as_json: bool) -> None:
     """Print an error with its code and remedy, as JSON or as text on stderr."""
     if as_json:
-        print_json({"error": exc.to_dict()})
+        print_json(ErrorDocument(error=exc.body()))
         return
     err_console.print(f"[bold red]error[{exc.code}][/]: {exc.message}", markup=True, highlight=False)
     for line in exc.details:
@@ -97,9 +97,11 @@ def _run_for_json(app: typer.Typer) -> None:
 
 
 def run_main(app: typer.Typer) -> None:
-    """Entry point wrapper: unexpected failures exit 1 with a short message (traceback with RIGBOOK_DEBUG=1)."""
+    """Entry point wrapper: an unexpected failure is an :class:`InternalError` (E_INTERNAL, exit 1),
+    reported like any other error, as JSON with ``--json`` (traceback with RIGBOOK_DEBUG=1)."""
+    as_json = "--json" in sys.argv[1:]
     try:
-        if "--json" in sys.argv[1:]:
+        if as_json:
             _run_for_json(app)
         app(standalone_mode=True)
     except SystemExit:
@@ -110,6 +112,6 @@ def run_main(app: typer.Typer) -> None:
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if os.environ.get("RIGBOOK_DEBUG"):
             traceback.print_exc()
-        err_console.print(f"[bold red]error[E_INTERNAL][/]: {type(exc).__name__}: {exc}", highlight=False)
-        err_console.print("  remedy: re-run with RIGBOOK_DEBUG=1 for the traceback and report it.", highlight=False)
-        sys.exit(1)
+        internal = InternalError("E_INTERNAL", f"{type(exc).__name__}: {exc}")
+        report_error(internal, as_json)
+        sys.exit(internal.exit_code)

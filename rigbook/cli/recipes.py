@@ -6,7 +6,8 @@ import typer
 from rich.table import Table
 
 from rigbook.cli.output import JsonOption, console, emit, handled, print_json
-from rigbook.recipe import dump_recipe, list_recipes, load_recipe_file, recipe_hash, resolve_recipe, search_recipes
+from rigbook.recipe import dump_recipe, list_recipes, load_recipe_file, recipe_hash, search_recipes
+from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import Recipe, recipe_json_schema
 
 recipe_app = typer.Typer(help="Validate, inspect and hash one recipe.", no_args_is_help=True)

@@ -9,7 +9,7 @@ from importlib import resources
 
 from pydantic import BaseModel
 
-from rigbook.preflight.cards import parse_card, primary_variant
+from rigbook.rig.cards import parse_card, primary_variant
 
 
 class CardSpec(BaseModel):

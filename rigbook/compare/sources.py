@@ -17,7 +17,7 @@ from pathlib import Path
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
 from rigbook.errors import InputError, RigbookError
-from rigbook.recipe.load import resolve_recipe
+from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 
 BENCH_KIND = "rigbook.bench.result"

@@ -4,9 +4,9 @@
 checked (``POST /api/v1/recipes/{slug}/results``), so a recipe write may not
 carry one. A number without its GPU count, card, enforced power limit per card
 (for GPU results), engine, quantisation, sampling, reply length, concurrency
-and token-count source is not published (DESIGN.md, "Results keep their
-conditions"); nor is one measured on other hardware than the recipe's, or with
-another model than the one the recipe's server answers to.
+and token-count source is not published (docs/hub.md, under
+``POST /api/v1/recipes/{slug}/results``); nor is one measured on other hardware than the
+recipe's, or with another model than the one the recipe's server answers to.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from rigbook.bench.result import BenchResult, verify_hash
-from rigbook.preflight.cards import parse_card
+from rigbook.rig.cards import parse_card
 from rigbook.recipe.schema import PerfConditions, Recipe
 
 MEASURED = "measured"

@@ -12,15 +12,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.bench.result import BenchResult
-from rigbook.codes import CODES
+from rigbook.codes import CODES, Code, as_code
+from rigbook.errors import ErrorBody, ErrorDocument
 from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import RateLimiter, token_name
 from rigbook.hub.leaderboard import Leaderboard, build_leaderboard
+from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
 from rigbook.recipe.load import dump_recipe, parse_recipe
 from rigbook.recipe.schema import Recipe
 
@@ -30,48 +31,22 @@ HTTP_REMEDY = "See /openapi.json for the operations of this hub, their methods, 
 
 
 class ApiError(Exception):
-    """An answer other than success, in the hub's error shape."""
+    """An answer other than success, in the hub's error shape (:class:`ErrorDocument`)."""
 
-    def __init__(self, status: int, code: str, message: str, *, details: list[str] | None = None,
+    def __init__(self, status: int, code: Code | str, message: str, *, details: list[str] | None = None,
                  headers: dict[str, str] | None = None, remedy: str | None = None):
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-        self.details = details or []
+        self.status = status
+        self.body = ErrorBody(code=as_code(code), message=message, remedy=remedy or CODES[as_code(code)].remedy,
+                              details=details or [])
         self.headers = headers or {}
-        self.remedy = remedy or CODES[code].remedy
 
     def response(self) -> JSONResponse:
-        body = {"error": {"code": self.code, "message": self.message, "remedy": self.remedy, "details": self.details}}
-        return JSONResponse(body, status_code=self.status, headers=self.headers)
+        document = ErrorDocument(error=self.body).model_dump(mode="json")
+        return JSONResponse(document, status_code=self.status, headers=self.headers)
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    remedy: str
-    details: list[str]
-
-
-class ErrorAnswer(BaseModel):
-    error: ErrorBody
-
-
-class RecipePage(BaseModel):
-    """One page of recipes, with the total that match the filters."""
-
-    items: list[Recipe]
-    total: int
-    limit: int
-    offset: int
-    next: str | None
-
-
-class RevisionList(BaseModel):
-    slug: str
-    revisions: list[repo.RevisionInfo]
-
-
-ERRORS = {status: {"model": ErrorAnswer} for status in (401, 404, 413, 422, 429)}
+ERRORS = {status: {"model": ErrorDocument} for status in (401, 404, 413, 422, 429)}
 
 
 def factory(request: Request) -> sessionmaker[Session]:
@@ -169,7 +144,7 @@ def post_recipe(recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: W
     return JSONResponse(repo.put_recipe(sessions, record), status_code=201)
 
 
-@router.post("/recipes/{slug}/results", response_model=repo.ResultAccepted, status_code=201, responses=ERRORS)
+@router.post("/recipes/{slug}/results", response_model=ResultAccepted, status_code=201, responses=ERRORS)
 def post_result(slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer) -> JSONResponse:
     """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
     reason: a bad hash, missing conditions, or another GPU count, card family or model than the recipe's."""

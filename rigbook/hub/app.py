@@ -69,7 +69,8 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body
 
     @app.exception_handler(RigbookError)
     async def _rigbook_error(_request: Request, exc: RigbookError) -> JSONResponse:
-        return ApiError(STATUS_OF_CODE.get(exc.code, 422), exc.code, exc.message, details=exc.details).response()
+        return ApiError(STATUS_OF_CODE.get(exc.code, 422), exc.code, exc.message, details=exc.details,
+                        remedy=exc.remedy).response()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,10 +1,11 @@
 """HubClient: read recipes from a rigbook hub and publish recipes and bench results to it.
 
-Every failure becomes a coded error with what the hub said: a hub that does
-not answer is E_CONNECT, a slug it lacks E_RECIPE_NOT_FOUND, a refused token
-E_AUTH, a body too large E_TOO_LARGE, a refused recipe or result its code with
-every reason, and an answer that is not a hub's JSON E_HTTP. The URL may be the
-hub's root or its ``/api/v1``.
+Every failure becomes a coded error with what the hub said, of the class its code names: a hub
+that does not answer is E_CONNECT, a refused token (401, 403) E_AUTH (:class:`AuthError`), too
+many writes (429) E_RATE_LIMIT (:class:`RateLimited`), a failure on the hub's side (5xx)
+E_HUB_SERVER (:class:`HubServerError`), a slug it lacks E_RECIPE_NOT_FOUND, a refused recipe or
+result its code with every reason, and an answer that is not a hub's JSON E_HTTP. The URL may be
+the hub's root or its ``/api/v1``.
 """
 
 from __future__ import annotations
@@ -13,25 +14,16 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel
+from pydantic import ValidationError
 
-from rigbook.codes import CODES
-from rigbook.errors import EndpointError, InputError, RigbookError
+from rigbook.errors import EndpointError, ErrorBody, ErrorDocument, InputError, RigbookError
+from rigbook.hub.schemas import API_PREFIX, ResultAccepted
 from rigbook.recipe.load import parse_recipe
 from rigbook.recipe.schema import Recipe
 
 PAGE = 200
-API_PREFIX = "/api/v1"
-
-
-class ResultAccepted(BaseModel):
-    """The hub's answer to a published result."""
-
-    slug: str
-    revision: int
-    points_added: int
-    content_hash: str
-    duplicate: bool = False
+# What the status alone says, whatever the body: the hub's own reasons, not the request's.
+_BY_STATUS = {401: "E_AUTH", 403: "E_AUTH", 429: "E_RATE_LIMIT"}
 
 
 def hub_base_url(url: str) -> str:
@@ -71,22 +63,25 @@ class HubClient:
                                 "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.") from None
 
     def _error(self, response: httpx.Response) -> RigbookError:
+        """The coded error of a failed answer; the status decides for 401/403, 429 and 5xx."""
         status = response.status_code
         try:
-            body = response.json().get("error") or {}
-        except (ValueError, AttributeError):
-            body = {}
-        if body.get("code") not in CODES:
+            body: ErrorBody | None = ErrorDocument.model_validate_json(response.content).error
+        except ValidationError:
+            body = None
+        code = _BY_STATUS.get(status) or ("E_HUB_SERVER" if status >= 500 else body.code if body else None)
+        if code is None:
             # No rigbook error in the answer: whatever answered at that URL is not a rigbook hub.
             return EndpointError("E_HTTP", f"{response.request.url} answered {status} without a rigbook error: "
                                  f"not a rigbook hub? {response.text[:200]}",
                                  "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.")
-        code = body["code"]
-        message = f"the hub answered {status}: {body.get('message') or response.text[:200]}"
+        said = response.text[:200] if body is None else body.message if body.code == code \
+            else f"{body.code}: {body.message}"
+        message = f"the hub answered {status}: {said}"
         if status == 429 and response.headers.get("retry-after"):
             message += f" (Retry-After: {response.headers['retry-after']} s)"
-        details = [str(d) for d in body.get("details") or []]
-        return InputError(code, message, body.get("remedy"), details=details)
+        remedy = body.remedy if body is not None and body.code == code else None
+        return RigbookError(code, message, remedy, details=body.details if body else [])
 
     def list_recipes(self, **filters: str | int) -> list[Recipe]:
         """Every recipe on the hub matching ``filters`` (model, card_family, device_count, engine, tag, tier, q)."""

@@ -7,18 +7,17 @@ sees it, and a body past the limit is answered 413 without reaching the app.
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rigbook.errors import ErrorDocument, RigbookError
 
 DEFAULT_MAX_BODY = 1024 * 1024
 
 
 def too_large_body(limit: int) -> bytes:
     """The 413 answer, in the hub's error shape."""
-    return json.dumps({"error": {"code": "E_TOO_LARGE", "message": f"the request body is larger than {limit} bytes",
-                                 "remedy": "Publish a smaller file; bench results should not carry raw logs.",
-                                 "details": []}}).encode()
+    error = RigbookError("E_TOO_LARGE", f"the request body is larger than {limit} bytes")
+    return ErrorDocument(error=error.body()).model_dump_json().encode()
 
 
 class BodyLimit:

@@ -27,6 +27,7 @@ from rigbook.hashing import canonical_json
 from rigbook.hub.admission import result_problems
 from rigbook.hub.measured import carry_measured, measured_point
 from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
+from rigbook.hub.schemas import ResultAccepted, RevisionInfo
 from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.load import parse_recipe, read_json_text
 from rigbook.recipe.schema import Recipe
@@ -50,25 +51,6 @@ class RecipeFilters(BaseModel):
     engine: str | None = None
     tag: str | None = None
     tier: str | None = None
-
-
-class RevisionInfo(BaseModel):
-    """One entry of a recipe's history."""
-
-    no: int
-    content_hash: str
-    created_at: str
-    notes: str | None = None
-
-
-class ResultAccepted(BaseModel):
-    """What the hub did with a bench result."""
-
-    slug: str
-    revision: int
-    points_added: int
-    content_hash: str
-    duplicate: bool = False
 
 
 def now_text() -> str:

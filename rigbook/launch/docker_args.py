@@ -20,9 +20,6 @@ SHORT = {"a": "--attach", "c": "--cpu-shares", "d": "--detach", "e": "--env", "h
          "u": "--user", "v": "--volume", "w": "--workdir"}
 ALIASES = {"--net": "--network", "--net-alias": "--network-alias", "--dns-opt": "--dns-option"}
 
-BOOLEAN = {"--detach", "--disable-content-trust", "--help", "--init", "--interactive", "--no-healthcheck",
-           "--oom-kill-disable", "--privileged", "--publish-all", "--quiet", "--read-only", "--rm", "--sig-proxy",
-           "--tty", "--use-api-socket"}
 # Every `docker run` option that takes a value (docker 27/28).
 VALUED = {
     "--add-host", "--annotation", "--attach", "--blkio-weight", "--blkio-weight-device", "--cap-add", "--cap-drop",

@@ -13,7 +13,8 @@ from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
-from rigbook.launch.weights import free_bytes, hf_repo, weights_dest
+from rigbook.launch.weights import free_bytes
+from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
 from rigbook.rig.gpu_ids import parse_gpu_ids
@@ -80,11 +81,11 @@ def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
     for artifact in recipe.artifacts:
         if artifact.kind not in ("model_weights", "drafter"):
             continue
-        repo = hf_repo(artifact)
+        repo = artifact_repo(artifact)
         size = _gb(artifact.size_bytes) if artifact.size_bytes else "unknown"
         if repo:
             revision = artifact.pin or "main"
-            dest = weights_dest(target.models_dir, repo, revision)
+            dest = weights_dir(target.models_dir, repo, revision)
             free = free_bytes(target.models_dir)
             too_big = bool(artifact.size_bytes) and artifact.size_bytes > free
             fits = ("DOES NOT FIT" if too_big else "fits") if artifact.size_bytes else "cannot be checked"

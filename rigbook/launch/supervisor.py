@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from rigbook.errors import LaunchError
+from rigbook.errors import LaunchError, RigbookError
 from rigbook.launch.logscan import LogPattern, explain_exit, read_tail, scan_lines
 from rigbook.launch.plan import LaunchCommand
 
@@ -85,7 +85,7 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
             lines = read_tail(log_path, since=since)
             hit = explain_exit(lines, patterns)
             first = f": {hit.line}" if hit else " (the log has no error line)"
-            raise LaunchError(hit.code if hit else "E_ENGINE_EXIT",
+            raise RigbookError(hit.code if hit else "E_ENGINE_EXIT",
                               f"the engine exited with status {code} after {elapsed:.0f} s{first}",
                               details=[f"log: {log_path}" + (f" line {hit.line_no} ({hit.why})" if hit else "")])
         if probe_ready(url):

@@ -9,14 +9,14 @@ from collections.abc import Callable
 import psutil
 from pydantic import BaseModel, Field
 
-from rigbook.errors import LaunchError, RigbookError
+from rigbook.errors import InputError, LaunchError, RigbookError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
 from rigbook.launch.engines import engine_for
 from rigbook.launch.logscan import log_size
 from rigbook.launch.plan import LaunchCommand, Plan, StepKind
 from rigbook.launch.safety import refuse_unless_allowed
-from rigbook.launch.smoke import SmokeResult, smoke
+from rigbook.endpoint.smoke import SmokeResult, smoke
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.supervisor import start, stop_group, wait_ready
 from rigbook.launch.weights import fetch_weights
@@ -95,11 +95,11 @@ def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress:
         same = state.load(plan.target.name)
         if same is not None and same.alive:
             # One name, one state file: a second launch under it would orphan the first.
-            raise LaunchError("E_INPUT", f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
+            raise InputError("E_INPUT", f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
                               remedy=f"Stop it with `rigbook down {plan.target.name}`, or give this one another --name.")
         locks.check_free(plan.target.slot)
     if not confirm(plan):
-        raise LaunchError("E_CONFIRM", "not confirmed; nothing was started")
+        raise InputError("E_CONFIRM", "not confirmed; nothing was started")
     findings = [f for s in plan.steps for f in s.findings]
 
     if plan.command is None:

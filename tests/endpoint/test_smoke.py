@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from rigbook.errors import EndpointError
-from rigbook.launch.smoke import smoke
+from rigbook.endpoint.smoke import smoke
 from tests.conftest import free_port
 from tests.launch.stub_http import json_body, serve
 

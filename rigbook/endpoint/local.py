@@ -1,4 +1,4 @@
-"""Whether the endpoint a bench measures runs on this machine.
+"""Whether an endpoint runs on this machine.
 
 Telemetry and the rig summary describe *this* machine; recorded for a server on another host they
 would put this machine's GPUs and power beside someone else's numbers.
@@ -23,7 +23,8 @@ def _local_addresses() -> set[str]:
 
 
 def is_local(url: str) -> bool:
-    """True when the URL's host is this machine: a loopback address, or a name or address of one of its interfaces."""
+    """True when the URL's host is this machine: a loopback address, or a name or address of one
+    of its interfaces."""
     host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True

@@ -1,0 +1,47 @@
+"""Discovery: the models an endpoint serves (``GET /v1/models``) and the engine behind it."""
+
+from __future__ import annotations
+
+import httpx
+from pydantic import BaseModel
+
+from rigbook.endpoint.http import json_object, request
+from rigbook.endpoint.url import base_url, v1_url
+
+# owned_by values the engines put in /v1/models
+_OWNERS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama.cpp", "llama.cpp": "llama.cpp",
+           "tgi": "tgi"}
+
+
+class ServerInfo(BaseModel):
+    """What the endpoint says about itself."""
+
+    models: list[str]
+    engine: str | None = None
+    engine_version: str | None = None
+    engine_known: bool = False
+
+
+def _version(client: httpx.Client, url: str) -> str | None:
+    """The engine version where the server answers ``/version`` (vLLM and SGLang do)."""
+    try:
+        answer = client.get(f"{base_url(url)}/version", timeout=3.0)
+        data = answer.json() if answer.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+    version = data.get("version") if isinstance(data, dict) else None
+    return str(version) if version is not None else None
+
+
+def discover(url: str, *, timeout: float = 10.0) -> ServerInfo:
+    """The served model ids, and the engine and its version as far as the server tells them."""
+    models_url = v1_url(url, "models")
+    with httpx.Client(timeout=timeout) as client:
+        data = json_object(request(client, "GET", models_url), models_url).get("data") or []
+        listed = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+        owner = next((m.get("owned_by") for m in listed if m.get("owned_by")), None)
+        version = _version(client, url)
+    engine = _OWNERS.get(str(owner).lower(), owner) if owner else None
+    return ServerInfo(models=[str(m["id"]) for m in listed if m.get("id")],
+                      engine=str(engine) if engine is not None else None, engine_version=version,
+                      engine_known=str(owner).lower() in _OWNERS)
