@@ -94,11 +94,17 @@ def test_disk_too_small_for_weights():
     assert disk.message == "weights need 188.9 GB; /models has 100.0 GB free"
 
 
-def test_disk_already_holding_the_weights_counts_them(tmp_path):
+@pytest.mark.parametrize("pointer", [
+    "https://huggingface.co/local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
+    "hf://local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",  # what `rigbook up` also reads
+    "local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
+])
+def test_disk_already_holding_the_weights_counts_them(tmp_path, pointer):
     r = rig()
     r.live = True
     recipe = resolve_recipe(SEED)
     recipe.artifacts[0].size_bytes = 10
+    recipe.artifacts[0].pointer = pointer
     folder = tmp_path / "local-inference-lab" / "GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD" / recipe.artifacts[0].pin
     folder.mkdir(parents=True)
     (folder / "model.safetensors").write_bytes(b"x" * 10)
