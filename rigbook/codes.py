@@ -57,7 +57,9 @@ class Code(StrEnum):
     E_MODEL_ID = "E_MODEL_ID"
     E_EMPTY_REPLY = "E_EMPTY_REPLY"
     E_BENCH_INVALID = "E_BENCH_INVALID"
+    E_ENGINE_ERROR = "E_ENGINE_ERROR"
     W_CLIENT_BOUND = "W_CLIENT_BOUND"
+    W_SERVER_COUNT = "W_SERVER_COUNT"
     W_CUT_SHORT = "W_CUT_SHORT"
     E_RESULT_INVALID = "E_RESULT_INVALID"
     E_NOT_COMPARABLE = "E_NOT_COMPARABLE"
@@ -167,8 +169,17 @@ _ALL = [
     # bench
     _c(Code.E_BENCH_INVALID, "error", "EndpointError", "bench", "A bench cell had failed requests and is not valid.",
        "Read each failure reason in the result; fix the server or the profile and run again."),
+    _c(Code.E_ENGINE_ERROR, "error", "EndpointError", "bench",
+       "The endpoint accepted every warmup request but failed it mid-stream (in-band error, dropped or stalled "
+       "stream, or no tokens), so nothing was measured.",
+       "Read the failures kept in the result's `warmup` list and the engine log; fix the engine and run again."),
     _c(Code.W_CLIENT_BOUND, "warning", None, "bench", "The client, not the server, set the pace of a cell.",
        "Run the client on a less loaded machine or lower the concurrency; the cell is marked client_bound."),
+    _c(Code.W_SERVER_COUNT, "warning", None, "bench",
+       "The engine's own token counter (Prometheus /metrics) differs from the client's count by more than 1 % "
+       "in a cell.",
+       "Make sure nothing else sends requests to the server during a bench; if it persists, the client lost "
+       "tokens: compare the cell's `server` and `client` figures and report it."),
     _c(Code.W_CUT_SHORT, "warning", None, "bench", "The run was stopped before it finished; the result holds what was measured.",
        "Run again to complete the missing cells."),
     _c(Code.E_RESULT_INVALID, "error", "InputError", "bench", "A bench result file is malformed or its hash does not check out.",

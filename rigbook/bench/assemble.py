@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from rigbook import __version__
-from rigbook.bench.result import BenchResult, Cell, Conditions, RunTelemetry
+from rigbook.bench.result import BenchResult, Cell, Conditions, RequestRecord, RunTelemetry
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
 
@@ -45,8 +45,11 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
 
 
 def assemble(cond: Conditions, cells: list[Cell], telemetry: RunTelemetry, *, warnings: list[str],
-             journal: str | None, extra: dict | None = None) -> BenchResult:
-    """The hashed result. Invalid or client-bound cells are kept but never become perf points."""
+             journal: str | None, extra: dict | None = None,
+             warmup: list[RequestRecord] | None = None) -> BenchResult:
+    """The hashed result. Invalid or client-bound cells are kept but never become perf points.
+    Warmup records are kept only when none succeeded: they are then the only evidence."""
     points = [perf_point(c, cond, extra or {}) for c in cells if c.valid and not c.client_bound]
+    failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
     return BenchResult(conditions=cond, cells=cells, perf_points=points, telemetry=telemetry,
-                       warnings=warnings, journal=journal).with_hash()
+                       warnings=warnings, journal=journal, warmup=failed_warmup).with_hash()

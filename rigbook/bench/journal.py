@@ -1,4 +1,7 @@
-"""The request journal: every finished request appended and fsync'd as it ends.
+"""The request journal: every finished request appended as it ends, fsync'd in batches.
+
+Writes go through a queue to a thread, so the event loop never waits on the disk; the
+thread writes whatever has queued up and fsyncs once per batch.
 
 One JSON object a line: ``start`` (conditions and extras), ``cell_start``,
 ``request`` (a RequestRecord), ``cell_end`` (the finished cell, without its
@@ -10,7 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import threading
 from pathlib import Path
+
+import orjson
 
 from pydantic import ValidationError
 
@@ -26,20 +33,68 @@ def journal_path(result_path: Path) -> Path:
 
 
 class Journal:
-    """Append-only JSONL with an fsync after every line, so a kill loses at most the line being written."""
+    """Append-only JSONL written by a background thread; a kill loses at most the batch in flight.
+
+    ``write`` takes pydantic models as they are and the thread turns them into JSON, so the
+    caller's loop pays neither the encoding nor the fsync."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "a", encoding="utf-8")
+        self._f = open(path, "ab")
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="rigbook-journal", daemon=True)
+        self._thread.start()
 
     def write(self, kind: str, **payload) -> None:
-        self._f.write(json.dumps({"type": kind, **payload}, ensure_ascii=False) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        """Queue one line; an earlier failed write is raised here (a full disk stops the run)."""
+        if self._error is not None:
+            raise self._error
+        self._q.put((kind, payload))
+
+    def _run(self) -> None:
+        # Block for one line, then take all that queued meanwhile: while one fsync runs, the
+        # next batch gathers, so a busy run writes in large batches and an idle one at once.
+        closing = False
+        while not closing:
+            batch = [self._q.get()]
+            while True:
+                try:
+                    batch.append(self._q.get_nowait())
+                except queue.Empty:
+                    break
+            closing = None in batch
+            syncs = [p["event"] for k, p in (b for b in batch if b) if k == "_sync"]
+            lines = [_line(k, p) for k, p in (b for b in batch if b) if k != "_sync"]
+            try:
+                if lines:
+                    self._f.write(b"".join(lines))
+                    self._f.flush()
+                    os.fsync(self._f.fileno())
+            except OSError as exc:
+                self._error = exc
+            for event in syncs:
+                event.set()
+
+    def sync(self) -> None:
+        """Wait until everything queued so far is on disk."""
+        done = threading.Event()
+        self._q.put(("_sync", {"event": done}))
+        done.wait()
 
     def close(self) -> None:
+        """Write what is queued, fsync and close; raises a write error that happened meanwhile."""
+        self._q.put(None)
+        self._thread.join()
         self._f.close()
+        if self._error is not None:
+            raise self._error
+
+
+def _line(kind: str, payload: dict) -> bytes:
+    body = {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in payload.items()}
+    return orjson.dumps({"type": kind, **body}) + b"\n"
 
 
 def rebuild(path: Path | str) -> BenchResult:

@@ -6,9 +6,9 @@ a result rebuilt after a kill has exactly the numbers a finished run would.
 
 from __future__ import annotations
 
-import statistics
+import numpy as np
 
-from rigbook.bench.backend import RawRequest
+from rigbook.bench.client import RawRequest
 from rigbook.bench.result import (
     Cell,
     CellMetrics,
@@ -23,101 +23,97 @@ from rigbook.bench.result import (
 _SOURCE_ORDER: list[TokenSource] = ["server_continuous", "server_final", "client_length", "client_fallback"]
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values, q: float) -> float:
     """Linear-interpolated percentile, q in [0, 100]."""
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    pos = (len(s) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+    return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
-def distribution(values: list[float]) -> Distribution:
+def distribution(values) -> Distribution:
     """n, mean, min, p10, p50, p90, p99, max of ``values`` (all null when empty)."""
-    vals = [float(v) for v in values if v is not None]
-    if not vals:
+    vals = np.asarray([v for v in values if v is not None] if isinstance(values, list) else values,
+                      dtype=float)
+    if vals.size == 0:
         return Distribution()
-    return Distribution(n=len(vals), mean=statistics.fmean(vals), min=min(vals), max=max(vals),
-                        p10=percentile(vals, 10), p50=percentile(vals, 50), p90=percentile(vals, 90),
-                        p99=percentile(vals, 99))
+    p10, p50, p90, p99 = np.percentile(vals, [10, 50, 90, 99])
+    return Distribution(n=int(vals.size), mean=float(vals.mean()), min=float(vals.min()),
+                        max=float(vals.max()), p10=float(p10), p50=float(p50), p90=float(p90),
+                        p99=float(p99))
 
 
-def attribute_tokens(raw: RawRequest, max_tokens: int | None = None) -> TokenSource:
-    """Give every chunk its token count; returns the source the counts came from."""
-    if raw.continuous:
-        prev = 0
-        for ch in raw.chunks:
-            if ch.usage_tokens is not None:
-                ch.tokens = max(ch.usage_tokens - prev, 0)
-                prev = ch.usage_tokens
-        # Usage that arrived after the last token chunk (a final usage-only event) belongs to that chunk.
-        total = (raw.final_usage or {}).get("completion_tokens")
-        if total is not None and raw.chunks and total > prev:
-            raw.chunks[-1].tokens += total - prev
-        return "server_continuous"
+def attribute_tokens(raw: RawRequest, max_tokens: int | None = None) -> tuple[TokenSource, np.ndarray]:
+    """The tokens each token-bearing event carried, and the source the counts came from."""
+    n = raw.events
     total = (raw.final_usage or {}).get("completion_tokens")
-    if total is not None and raw.chunks:
-        # Only the total is known: spread it evenly, exact when chunks carry equal counts.
-        each = total / len(raw.chunks)
-        for ch in raw.chunks:
-            ch.tokens = each
-        return "server_final"
-    if max_tokens and raw.finish_reason == "length" and raw.chunks and raw.error is None:
+    if raw.continuous:
+        usage = np.frombuffer(raw.usage, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        known = usage >= 0
+        # An event without usage carried none we can see; the next usage covers it.
+        seen = np.maximum.accumulate(np.where(known, usage, 0)) if n else usage
+        before = np.concatenate(([0], seen[:-1])) if n else seen
+        tokens = np.where(known, np.maximum(usage - before, 0), 0).astype(float)
+        # Usage that arrived after the last token event (a final usage-only event) belongs to it.
+        if total is not None and n and total > seen[-1]:
+            tokens[-1] += total - seen[-1]
+        return "server_continuous", tokens
+    if total is not None and n:
+        # Only the total is known: spread it evenly, exact when events carry equal counts.
+        return "server_final", np.full(n, total / n)
+    if max_tokens and raw.finish_reason == "length" and n and raw.error is None:
         # No usage, but the server says it stopped at the limit: the total is max_tokens, however
-        # many tokens each chunk carried (counting chunks would under-count multi-token chunks).
-        each = max_tokens / len(raw.chunks)
-        for ch in raw.chunks:
-            ch.tokens = each
-        return "client_length"
-    for ch in raw.chunks:
-        ch.tokens = 1.0
-    return "client_fallback"
+        # many tokens each event carried (counting events would under-count multi-token events).
+        return "client_length", np.full(n, max_tokens / n)
+    return "client_fallback", np.ones(n)
 
 
 def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: float, max_tokens: int,
               hold_length: bool, window: tuple[float, float] | None = None) -> RequestRecord:
     """One request's record; ``t0`` is the cell start on the same clock as ``raw``."""
-    source = attribute_tokens(raw, max_tokens)
-    chunks = raw.chunks
-    output = sum(ch.tokens for ch in chunks)
+    source, tokens = attribute_tokens(raw, max_tokens)
+    n = raw.events
+    times = np.frombuffer(raw.times, dtype=float) if n else np.zeros(0)
+    is_reasoning = np.frombuffer(bytes(raw.reasoning), dtype=np.uint8).astype(bool) if n else np.zeros(0, bool)
+    output = float(tokens.sum())
     reasoning = raw.reasoning_tokens_reported
     if reasoning is None:
-        reasoning = sum(ch.tokens for ch in chunks if ch.reasoning)
+        reasoning = float(tokens[is_reasoning].sum())
     error = raw.error
     cut = raw.cancelled and error is None
     if error is None and not cut:
         counted_short = round(output) < max_tokens
-        if not chunks:
-            error = f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); a server that serves one request at a time may have dropped it"
+        if not n:
+            error = (f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); "
+                     "a server that serves one request at a time may have dropped it")
         elif hold_length and counted_short:
             error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
-    first = chunks[0].t if chunks else None
-    last = chunks[-1].t if chunks else None
-    first_content = next((ch.t for ch in chunks if not ch.reasoning), None)
+    first = float(times[0]) if n else None
+    last = float(times[-1]) if n else None
+    content = np.flatnonzero(~is_reasoning)
+    first_content = float(times[content[0]]) if content.size else None
     decode = itl_mean = None
-    gaps: list[float] = []
-    after_first = output - (chunks[0].tokens if chunks else 0)
+    gaps = np.zeros(0)
+    after_first = output - (float(tokens[0]) if n else 0.0)
     if first is not None and last is not None and last > first and after_first > 0:
         decode = after_first / (last - first)
         itl_mean = 1000.0 * (last - first) / after_first
-        gaps = [1000.0 * (b.t - a.t) / b.tokens for a, b in zip(chunks, chunks[1:]) if b.tokens > 0]
+        carried = tokens[1:]
+        bearing = carried > 0
+        gaps = 1000.0 * np.diff(times)[bearing] / carried[bearing]
     window_tokens = None
     if window is not None:
         lo, hi = window
-        window_tokens = round(sum(ch.tokens for ch in chunks if lo <= ch.t <= hi), 6)
+        window_tokens = round(float(tokens[(times >= lo) & (times <= hi)].sum()), 6)
 
     def rel(t: float | None) -> float | None:
         return None if t is None else t - t0
 
     return RequestRecord(
         cell=cell, index=index, prompt_index=prompt_index, sent_s=raw.sent - t0,
-        first_token_s=rel(first), first_content_s=rel(first_content), last_token_s=rel(last), done_s=rel(raw.done),
-        prompt_tokens=raw.prompt_tokens, output_tokens=round(output), reasoning_tokens=round(reasoning),
-        first_chunk_tokens=chunks[0].tokens if chunks else 0.0, chunks=len(chunks), token_source=source,
-        finish_reason=raw.finish_reason, ok=error is None, error=error, cut_at_window=cut,
-        decode_tok_s=decode, itl_ms_mean=itl_mean, itl_ms=distribution(gaps), window_tokens=window_tokens,
+        first_token_s=rel(first), first_content_s=rel(first_content), last_token_s=rel(last),
+        done_s=rel(raw.done), prompt_tokens=raw.prompt_tokens, output_tokens=round(output),
+        reasoning_tokens=round(reasoning), first_chunk_tokens=float(tokens[0]) if n else 0.0, chunks=n,
+        token_source=source, finish_reason=raw.finish_reason, ok=error is None, error=error,
+        cut_at_window=cut, decode_tok_s=decode, itl_ms_mean=itl_mean, itl_ms=distribution(gaps),
+        window_tokens=window_tokens,
     )
 
 
@@ -166,7 +162,9 @@ def build_cell(*, index: int, mode: str, concurrency: int, records: list[Request
     ttfct = [1000.0 * (r.first_content_s - r.sent_s) for r in done if r.first_content_s is not None]
     prefill = [r.prompt_tokens / (r.first_token_s - r.sent_s) for r in done
                if r.prompt_tokens and r.first_token_s is not None and r.first_token_s > r.sent_s]
-    sources = {r.token_source for r in records}
+    # The requests that count say where their tokens came from; a failed one that got no usage
+    # (a refused connection) says nothing about how the server counts.
+    sources = {r.token_source for r in done}
     source = max(sources, key=_SOURCE_ORDER.index) if sources else None
     metrics = CellMetrics(
         per_request_decode_tok_s=distribution([r.decode_tok_s for r in done if r.decode_tok_s is not None]),

@@ -76,7 +76,12 @@ class RequestRecord(Model):
 class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
-    loop_lag_ms: Distribution = Field(description="How late a 10 ms ticker woke on the client's event loop.")
+    loop_lag_ms: Distribution = Field(description="How late a 5 ms ticker woke on the client's event loop.")
+    loop_lag_worst_ms: float | None = Field(default=None, description="The ticker's latest wake: the longest client stall.")
+    read_gap_worst_ms: float | None = Field(
+        default=None, description="Longest time with streams open and no read by the client (server pauses show here too).")
+    stall_limit_ms: float | None = Field(
+        default=None, description="Longest stall tolerated: a share of the median inter-token gap.")
     cpu_s: float = Field(description="Process CPU time (user + system) spent during the cell.")
     wall_s: float
     cpu_fraction: float = Field(description="cpu_s / wall_s: near 1.0 means the client saturated one core.")
@@ -218,17 +223,34 @@ class BenchResult(Model):
     telemetry: RunTelemetry
     warnings: list[str] = Field(default_factory=list, description="Codes with their messages, e.g. 'W_CLIENT_BOUND: …'.")
     journal: str | None = Field(default=None, description="File name of the request journal beside the result.")
+    warmup: list[RequestRecord] = Field(
+        default_factory=list, description="Warmup requests (cell -1), kept when none succeeded.")
     content_hash: str | None = None
 
     def hashed_body(self) -> dict:
-        """The JSON the hash is taken over: everything but ``content_hash``."""
+        """The JSON the hash is taken over: everything but ``content_hash``. Fields added after
+        results were first published are left out while empty, so older files keep their hash."""
         body = self.model_dump(mode="json", by_alias=True, exclude_none=False)
         body.pop("content_hash", None)
-        return body
+        return _without_empty_later_fields(body)
 
     def with_hash(self) -> BenchResult:
         """A copy with ``content_hash`` set."""
         return self.model_copy(update={"content_hash": content_hash(self.hashed_body())})
+
+
+# Fields added after the first results were published; see BenchResult.hashed_body.
+LATER_FIELDS = frozenset({"warmup", "loop_lag_worst_ms", "read_gap_worst_ms", "stall_limit_ms",
+                          "server", "rate_definition", "workers"})
+
+
+def _without_empty_later_fields(value):
+    if isinstance(value, dict):
+        return {k: _without_empty_later_fields(v) for k, v in value.items()
+                if not (k in LATER_FIELDS and v in (None, [], {}))}
+    if isinstance(value, list):
+        return [_without_empty_later_fields(v) for v in value]
+    return value
 
 
 def verify_hash(result: BenchResult) -> bool:

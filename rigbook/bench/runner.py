@@ -1,13 +1,14 @@
 """The bench run: discover the endpoint, warm up, measure each cell, journal, assemble, save.
 
-SIGTERM and SIGINT stop the run between or inside cells; what was measured is
-written with ``cut_short: true``. Every request is journaled as it ends.
+Setting the caller's stop event ends the run between or inside cells; what was measured
+is written with ``cut_short: true``. Every request is journaled as it ends. The run
+installs no signal handlers: that is the command line's job (see rigbook.bench.measure).
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
+import gc
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -18,12 +19,13 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
 from rigbook.bench.assemble import assemble
-from rigbook.bench.backend import RawRequest, chat_payload, stream_chat
+from rigbook.bench.backend import chat_payload
+from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import Profile
 from rigbook.bench.result import BenchResult, Cell, Conditions, ProfileRef, RequestRecord, save_result
-from rigbook.bench.scheduler import ClientMonitor, run_burst, run_sustained
+from rigbook.bench.scheduler import ClientMonitor, judge_client, run_burst, run_sustained
 from rigbook.bench.telemetry import Sampler
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
@@ -47,6 +49,7 @@ class BenchSpec(BaseModel):
     duration_s: float | None = None
     warmup: int | None = None
     stall_timeout_s: float | None = None
+    workers: int | None = None
     recipe_slug: str | None = None
     recipe_revision: int | None = None
     recipe_engine: str | None = None
@@ -79,98 +82,128 @@ def profile_ref(spec: BenchSpec) -> ProfileRef:
 
 
 async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable: str | None, sampler: Sampler,
-                    progress: Progress | None = None) -> BenchResult:
-    """Run the whole bench and write the result (and its journal); returns the result."""
+                    progress: Progress | None = None, stop: asyncio.Event | None = None) -> BenchResult:
+    """Run the whole bench and write the result (and its journal); returns the result.
+
+    Setting ``stop`` ends the run early; the result then holds what was measured, ``cut_short``."""
     p = spec.profile
     levels = spec.concurrency or list(p.concurrency)
     max_tokens = spec.max_tokens or p.max_tokens
     mode = "sustained" if spec.duration_s is not None else p.mode
     stall = spec.stall_timeout_s or p.stall_timeout_s
     prompts = p.prompts()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    limits = httpx.Limits(max_connections=max(levels) + 4, max_keepalive_connections=max(levels) + 4)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0, read=stall)) as client:
-        info = await asyncio.to_thread(discover, spec.url)
-        model = spec.model or (info.models[0] if info.models else None)
-        if model is None or (info.models and model not in info.models):
-            raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
-                                details=[f"served: {m}" for m in info.models])
-        # What the server says wins when it names a known engine; llama-cpp-python,
-        # for one, answers owned_by "me", and then the recipe's engine is the better record.
-        engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
-        version = info.engine_version or (spec.recipe_engine_version if engine == spec.recipe_engine else None)
-        cond = Conditions(url=spec.url, model=model, engine=engine, engine_version=version,
-                          recipe_slug=spec.recipe_slug, recipe_revision=spec.recipe_revision, rig=rig,
-                          rig_unavailable=rig_unavailable, profile=profile_ref(spec), mode=mode,
-                          rigbook_version=__version__, started_at=_now_iso())
-        jpath = journal_path(spec.out)
-        jpath.unlink(missing_ok=True)
-        journal = Journal(jpath)
-        journal.write("start", conditions=cond.model_dump(mode="json"), extra=spec.extra)
+    stop = stop or asyncio.Event()
+    info = await asyncio.to_thread(discover, spec.url)
+    model = spec.model or (info.models[0] if info.models else None)
+    if model is None or (info.models and model not in info.models):
+        raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
+                            details=[f"served: {m}" for m in info.models])
+    # What the server says wins when it names a known engine; llama-cpp-python,
+    # for one, answers owned_by "me", and then the recipe's engine is the better record.
+    engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
+    version = info.engine_version or (spec.recipe_engine_version if engine == spec.recipe_engine else None)
+    cond = Conditions(url=spec.url, model=model, engine=engine, engine_version=version,
+                      recipe_slug=spec.recipe_slug, recipe_revision=spec.recipe_revision, rig=rig,
+                      rig_unavailable=rig_unavailable, profile=profile_ref(spec), mode=mode,
+                      rigbook_version=__version__, started_at=_now_iso())
+    jpath = journal_path(spec.out)
+    jpath.unlink(missing_ok=True)
+    journal = Journal(jpath)
+    journal.write("start", conditions=cond, extra=spec.extra)
+    # Bodies are encoded once per prompt: the hot path only copies bytes.
+    target = Target(spec.url)
+    bodies = [encode(chat_payload(p, model, prompt, max_tokens)) for prompt in prompts]
+    plan = CellPlan(target=target, bodies=bodies, stall_s=stall, max_tokens=max_tokens,
+                    hold_length=p.hold_length, mode=mode)
 
-        async def send(i: int, raw: RawRequest) -> None:
-            body = chat_payload(p, model, prompts[i % len(prompts)], max_tokens)
-            await stream_chat(client, spec.url, body, stall, raw)
-
-        sampler.start()
-        cells: list[Cell] = []
-        warnings: list[str] = []
-        try:
-            await _warmup(send, spec.warmup if spec.warmup is not None else p.warmup, stop)
+    sampler.start()
+    cells: list[Cell] = []
+    warmup: list[RequestRecord] = []
+    warnings: list[str] = []
+    try:
+        warmup = await _warmup(plan, spec.warmup if spec.warmup is not None else p.warmup, stop, journal)
+        # A warmup that never succeeded measures nothing: the result keeps its failures and the
+        # verdict (rigbook.bench.measure) names the fault.
+        if not warmup or any(r.ok for r in warmup):
+            # Everything alive now lives for the whole run: keep the collector from walking it.
+            gc.collect()
+            gc.freeze()
             for index, conc in enumerate(levels):
                 if stop.is_set():
                     break
-                cell = await _measure_cell(index, conc, mode, spec, p, max_tokens, send, sampler, journal, stop,
-                                           len(prompts), progress)
+                cell = await _measure_cell(index, conc, spec, plan, sampler, journal, stop, progress)
                 cells.append(cell)
                 if cell.client_bound:
                     warnings.append(f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}")
-        finally:
-            sampler.stop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-        cut = stop.is_set()
-        if cut:
-            warnings.append("W_CUT_SHORT: stopped by a signal; the result holds the cells measured so far")
-        cond = cond.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
-        result = assemble(cond, cells, sampler.run_summary(), warnings=warnings, journal=jpath.name, extra=spec.extra)
-        save_result(result, spec.out)
-        journal.write("end", cut_short=cut)
-        journal.close()
-        return result
+    finally:
+        gc.unfreeze()
+        sampler.stop()
+    cut = stop.is_set()
+    if cut:
+        warnings.append("W_CUT_SHORT: stopped by a signal; the result holds the cells measured so far")
+    cond = cond.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
+    result = assemble(cond, cells, sampler.run_summary(), warnings=warnings, journal=jpath.name,
+                      extra=spec.extra, warmup=warmup)
+    save_result(result, spec.out)
+    journal.write("end", cut_short=cut)
+    journal.close()
+    return result
 
 
-async def _warmup(send, count: int, stop: asyncio.Event) -> None:
-    """Requests one at a time before measuring; if none succeeds the endpoint cannot be benched."""
-    errors = []
+class CellPlan:
+    """What every request of the run shares: where it goes, the encoded bodies, limits."""
+
+    def __init__(self, *, target: Target, bodies: list[bytes], stall_s: float, max_tokens: int,
+                 hold_length: bool, mode: str) -> None:
+        self.target, self.bodies, self.stall_s = target, bodies, stall_s
+        self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
+
+    def sender(self, reads: ReadWatch | None = None):
+        """``send(i, raw)``: stream request ``i`` (prompt ``i mod prompts``) into ``raw``."""
+        bodies, n = self.bodies, len(self.bodies)
+
+        async def send(i: int, raw: RawRequest) -> None:
+            await stream_chat(self.target, bodies[i % n], self.stall_s, raw, reads=reads)
+
+        return send
+
+    def record(self, raw: RawRequest, *, cell: int, index: int, t0: float,
+               window: tuple[float, float] | None = None) -> RequestRecord:
+        return to_record(raw, cell=cell, index=index, prompt_index=index % len(self.bodies), t0=t0,
+                         max_tokens=self.max_tokens, hold_length=self.hold_length, window=window)
+
+
+async def _warmup(plan: CellPlan, count: int, stop: asyncio.Event, journal: Journal) -> list[RequestRecord]:
+    """Requests one at a time before measuring, until one succeeds; each is journaled and kept."""
+    send = plan.sender()
+    records = []
     for i in range(count):
         if stop.is_set():
-            return
-        raw = RawRequest(sent=time.perf_counter())
+            break
+        raw = RawRequest()
         await send(i, raw)
-        if raw.error is None:
-            return
-        errors.append(raw.error)
-    if errors:
-        code = "E_CONNECT" if all(e.startswith("connect") for e in errors) else "E_HTTP"
-        raise EndpointError(code, f"every warmup request failed: {errors[-1]}")
+        rec = plan.record(raw, cell=-1, index=i, t0=raw.sent).model_copy(update={"warmup": True})
+        journal.write("request", record=rec)
+        records.append(rec)
+        if rec.ok:
+            break
+    return records
 
 
-async def _measure_cell(index, conc, mode, spec: BenchSpec, p: Profile, max_tokens, send, sampler: Sampler,
-                        journal: Journal, stop: asyncio.Event, n_prompts: int, progress: Progress | None) -> Cell:
+async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, sampler: Sampler,
+                        journal: Journal, stop: asyncio.Event, progress: Progress | None) -> Cell:
+    p, mode = spec.profile, plan.mode
     requests = max(spec.requests or p.requests_per_level, conc) if mode == "burst" else None
     duration = (spec.duration_s or p.duration_s) if mode == "sustained" else None
-    journal.write("cell_start", index=index, mode=mode, concurrency=conc, requests_planned=requests, duration_s=duration)
+    journal.write("cell_start", index=index, mode=mode, concurrency=conc, requests_planned=requests,
+                  duration_s=duration)
     if progress:
         progress("cell", {"index": index, "concurrency": conc, "total": requests, "duration_s": duration})
     records: list[RequestRecord] = []
     raws: list[tuple[int, RawRequest]] = []
-    monitor = ClientMonitor()
-    sampler.begin()
-    monitor.start()
+    reads = ReadWatch()
+    send = plan.sender(reads)
+    monitor = ClientMonitor(reads)
     t0 = time.perf_counter()
 
     def on_done(i: int, raw: RawRequest) -> None:
@@ -178,32 +211,35 @@ async def _measure_cell(index, conc, mode, spec: BenchSpec, p: Profile, max_toke
         if mode == "sustained":
             raws.append((i, raw))
             return
-        rec = to_record(raw, cell=index, index=i, prompt_index=i % n_prompts, t0=t0, max_tokens=max_tokens,
-                        hold_length=p.hold_length)
+        rec = plan.record(raw, cell=index, index=i, t0=t0)
         records.append(rec)
-        journal.write("request", record=rec.model_dump(mode="json"))
+        journal.write("request", record=rec)
         if progress:
             progress("request", {"record": rec})
 
     window = None
+    sampler.begin()
+    monitor.start()
     if mode == "burst":
         await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
     else:
         w0, w1 = await run_sustained(send, on_done, concurrency=conc, duration_s=duration, stop=stop)
         window = (w0 - t0, w1 - t0)
-        for i, raw in raws:
-            rec = to_record(raw, cell=index, index=i, prompt_index=i % n_prompts, t0=t0, max_tokens=max_tokens,
-                            hold_length=p.hold_length, window=(w0, w1))
-            records.append(rec)
-            journal.write("request", record=rec.model_dump(mode="json"))
-            if progress:
-                progress("request", {"record": rec})
+    # Energy and client load are read as the streams end, before the records are built, so
+    # neither counts work that happens outside the token window.
     telemetry = sampler.end()
+    load = await monitor.stop()
+    for i, raw in raws:
+        rec = plan.record(raw, cell=index, index=i, t0=t0, window=(w0, w1))
+        records.append(rec)
+        journal.write("request", record=rec)
+        if progress:
+            progress("request", {"record": rec})
     records.sort(key=lambda r: r.index)
-    ok_itl = sorted(r.itl_ms_mean for r in records if r.itl_ms_mean)
-    client = await monitor.stop(sum(r.output_tokens for r in records), ok_itl[len(ok_itl) // 2] if ok_itl else None)
+    client = judge_client(load, records)
     cell = build_cell(index=index, mode=mode, concurrency=conc, records=records, requests_planned=requests,
-                      duration_s=duration, window=window, telemetry=telemetry, client=client, cut_short=stop.is_set())
+                      duration_s=duration, window=window, telemetry=telemetry, client=client,
+                      cut_short=stop.is_set())
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from collections.abc import Awaitable, Callable
 
-from rigbook.bench.backend import RawRequest
+from rigbook.bench.client import RawRequest, ReadWatch
 from rigbook.bench.metrics import distribution
-from rigbook.bench.result import ClientLoad
+from rigbook.bench.result import ClientLoad, RequestRecord
 
 # send(i, raw) streams request i into ``raw``, so a stream cut mid-way keeps what it received.
 Send = Callable[[int, RawRequest], Awaitable[None]]
@@ -22,45 +23,79 @@ Done = Callable[[int, RawRequest], None]
 
 
 class ClientMonitor:
-    """Measures the client's own lag: a 10 ms ticker's lateness and the process CPU time."""
+    """The client's watch on itself during a cell: how late a 5 ms ticker wakes (a stall of the
+    loop or of the process shows as lateness), the longest silence between reads while streams
+    were open, and the process CPU time."""
 
-    TICK_S = 0.01
+    TICK_S = 0.005
 
-    def __init__(self) -> None:
-        self._lags: list[float] = []
+    def __init__(self, reads: ReadWatch | None = None) -> None:
+        self._lags = array("d")
         self._task: asyncio.Task | None = None
+        self._reads = reads
 
     async def _tick(self) -> None:
+        lags, perf, tick, reads = self._lags, time.perf_counter, self.TICK_S, self._reads
         while True:
-            due = time.perf_counter() + self.TICK_S
-            await asyncio.sleep(self.TICK_S)
-            self._lags.append(max(time.perf_counter() - due, 0.0) * 1000.0)
+            due = perf() + tick
+            await asyncio.sleep(tick)
+            # Lateness counts only while a stream is open: a stall with nothing to read distorts nothing.
+            if reads is None or reads.open:
+                lags.append(max(perf() - due, 0.0) * 1000.0)
 
     def start(self) -> None:
-        self._lags.clear()
+        self._lags = array("d")
         self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
-    async def stop(self, tokens: int, itl_ms: float | None) -> ClientLoad:
-        """Stop and judge: the client set the pace if it kept a core busy or woke late compared to the token gap."""
+    async def stop(self) -> ClientLoad:
+        """Stop the ticker and say what the client did; :func:`judge_client` decides if it mattered."""
         if self._task:
             self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.gather(self._task, return_exceptions=True)
         cpu, wall = time.process_time() - self._cpu0, time.perf_counter() - self._wall0
         lag = distribution(self._lags)
-        frac = cpu / wall if wall > 0 else 0.0
-        reasons = []
-        if frac >= 0.8:
-            reasons.append(f"client used {frac:.0%} of a CPU core")
-        limit = max(5.0, 0.25 * itl_ms) if itl_ms else 5.0
-        if lag.p90 is not None and lag.p90 > limit:
-            reasons.append(f"event loop woke {lag.p90:.1f} ms late at p90 (limit {limit:.1f} ms)")
-        return ClientLoad(loop_lag_ms=lag, cpu_s=cpu, wall_s=wall, cpu_fraction=frac,
-                          cpu_us_per_token=(cpu * 1e6 / tokens) if tokens else None,
-                          client_bound=bool(reasons), reason="; ".join(reasons) or None)
+        worst_read = 1000.0 * self._reads.worst if self._reads is not None else None
+        return ClientLoad(loop_lag_ms=lag, loop_lag_worst_ms=lag.max, read_gap_worst_ms=worst_read,
+                          cpu_s=cpu, wall_s=wall, cpu_fraction=cpu / wall if wall > 0 else 0.0,
+                          client_bound=False)
+
+
+# A stall longer than this share of the inter-token gap moves token timestamps by a visible
+# part of a gap; the floor is the ticker's own resolution.
+STALL_SHARE = 0.5
+STALL_FLOOR_MS = 2.0
+# A client that kept its core this busy had no headroom left: it set the pace.
+CPU_BOUND = 0.9
+
+
+def stall_limit_ms(itl_ms: float | None) -> float:
+    """The longest client stall a cell tolerates, from its median gap between a stream's events."""
+    return max(STALL_FLOOR_MS, STALL_SHARE * itl_ms) if itl_ms else STALL_FLOOR_MS
+
+
+def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
+    """Decide whether the client could have distorted the cell's numbers.
+
+    Only a cell that streamed tokens can have been limited by its client: when the server
+    failed every request, the client was idle, not the bottleneck."""
+    tokens = sum(r.output_tokens for r in records if r.ok or r.cut_at_window)
+    # The gap that matters is between reads of one stream: with several tokens per event a
+    # stall moves one event's timestamp, against the gap between events.
+    gaps = sorted((r.last_token_s - r.first_token_s) / (r.chunks - 1) * 1000.0 for r in records
+                  if r.chunks > 1 and r.first_token_s is not None and r.last_token_s is not None)
+    itl = gaps[len(gaps) // 2] if gaps else None
+    per_token = load.cpu_s * 1e6 / tokens if tokens else None
+    limit = stall_limit_ms(itl)
+    reasons = []
+    if tokens:
+        if load.cpu_fraction >= CPU_BOUND:
+            reasons.append(f"client used {load.cpu_fraction:.0%} of a CPU core")
+        if load.loop_lag_worst_ms is not None and load.loop_lag_worst_ms > limit:
+            reasons.append(f"client stalled {load.loop_lag_worst_ms:.1f} ms (limit {limit:.1f} ms, "
+                           f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's events)")
+    return load.model_copy(update={"cpu_us_per_token": per_token, "stall_limit_ms": limit,
+                                   "client_bound": bool(reasons), "reason": "; ".join(reasons) or None})
 
 
 # One bench process holds one connection per stream; past a few hundred it is the bottleneck itself
@@ -78,7 +113,7 @@ async def run_burst(send: Send, on_done: Done, *, requests: int, concurrency: in
         for i in indices:
             if stop.is_set():
                 return
-            raw = RawRequest(sent=time.perf_counter())
+            raw = RawRequest()
             await send(i, raw)
             on_done(i, raw)
 
@@ -96,7 +131,7 @@ async def run_sustained(send: Send, on_done: Done, *, concurrency: int, duration
     async def lane() -> None:
         while time.perf_counter() < end:
             i = next(counter)
-            raw = RawRequest(sent=time.perf_counter())
+            raw = RawRequest()
             task = asyncio.create_task(send(i, raw))
             done, _ = await asyncio.wait({task}, timeout=max(end - time.perf_counter(), 0))
             if not done:
@@ -104,6 +139,8 @@ async def run_sustained(send: Send, on_done: Done, *, concurrency: int, duration
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 raw.cancelled, raw.done = True, time.perf_counter()
+                on_done(i, raw)
+                return  # the timer may fire a hair before `end` on the perf clock: no new stream
             on_done(i, raw)
 
     lanes = [asyncio.create_task(lane()) for _ in range(concurrency)]

@@ -11,7 +11,6 @@ then the highest rate the client ingested within 1%.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import subprocess
 import sys
@@ -24,9 +23,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from rigbook.bench.profiles import get_profile
-from rigbook.bench.runner import BenchSpec, run_bench
-from rigbook.bench.telemetry import Sampler
+from rigbook.bench.measure import MeasureRequest, measure
 
 TOLERANCE = 0.01
 
@@ -47,9 +44,9 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
 
 def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     httpx.post(url + "/_reset")
-    spec = BenchSpec(url=url, model="synthetic", profile=get_profile("seed"), concurrency=[conc], requests=conc,
-                     max_tokens=tokens, warmup=0, out=out)
-    result = asyncio.run(run_bench(spec, rig=None, rig_unavailable="selfbench", sampler=Sampler(None, "selfbench")))
+    request = MeasureRequest(url=url, model="synthetic", concurrency=[conc], requests=conc, max_tokens=tokens,
+                             warmup=0, out=out, telemetry=False)
+    result = measure(request).result
     cell = result.cells[0]
     own = httpx.get(url + "/_record").json()["requests"]
     server_rates = sorted(r["decode_tok_s"] for r in own)

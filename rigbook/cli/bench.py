@@ -2,48 +2,48 @@
 
 from __future__ import annotations
 
-import asyncio
-from datetime import datetime
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
-from rigbook.errors import InputError, RigbookError
+from rigbook.errors import InputError
 
 
 def _levels(text: str | None) -> list[int] | None:
     if text is None:
         return None
-    from rigbook.bench.scheduler import MAX_CONCURRENCY
-
     try:
-        levels = [int(x) for x in text.split(",")]
+        return [int(x) for x in text.split(",")]
     except ValueError:
-        levels = []
-    if not levels or any(c < 1 for c in levels):
-        raise InputError("E_INPUT", f"--concurrency {text!r} is not a list of positive integers", "Write e.g. --concurrency 1,4,8.")
-    if max(levels) > MAX_CONCURRENCY:
-        raise InputError("E_INPUT", f"--concurrency {max(levels)} is more streams than one bench process holds "
-                         f"(at most {MAX_CONCURRENCY})",
-                         "Use fewer; `make bench-client` shows where this machine's client becomes the bottleneck.")
-    return levels
+        raise InputError("E_INPUT", f"--concurrency {text!r} is not a list of positive integers",
+                         "Write e.g. --concurrency 1,4,8.") from None
 
 
-def _recipe(ref: str | None) -> dict:
-    """What the named recipe says about the run: its revision, engine and the conditions it states (quant)."""
-    if ref is None:
-        return {}
-    from rigbook.recipe.resolve import resolve_recipe
+class _Stop(threading.Event):
+    """The stop event a signal sets, remembering which signal it was (the exit status is 128 + it)."""
 
-    recipe = resolve_recipe(ref)
-    extra = {}
-    quant = next((m.quant for m in recipe.models if m.quant), None)
-    if quant:
-        extra["quant"] = quant
-    source = recipe.engine_source
-    return {"recipe_revision": recipe.revision.no if recipe.revision else None, "extra": extra,
-            "recipe_engine": recipe.engine, "recipe_engine_version": source.base_version if source else None}
+    signum: int | None = None
+
+    def on_signal(self, signum: int, _frame: object) -> None:
+        self.signum = signum
+        self.set()
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[_Stop]:
+    """SIGINT and SIGTERM set the event the bench watches, instead of killing the process."""
+    stop = _Stop()
+    before = {sig: signal.signal(sig, stop.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def register(app: typer.Typer) -> None:
@@ -60,57 +60,38 @@ def register(app: typer.Typer) -> None:
         duration: float = typer.Option(None, "--duration", min=0.1, help="Sustained mode: seconds per level."),
         warmup: int = typer.Option(None, "--warmup", min=0, help="Warmup requests before measuring."),
         stall_timeout: float = typer.Option(None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."),
+        workers: int = typer.Option(None, "--workers", min=1,
+                                    help="Client processes (default: what the machine and the concurrency need)."),
         recipe: str = typer.Option(None, "--recipe", help="Recipe slug (or file) the server runs; recorded with the result."),
         out: Path = typer.Option(None, "--out", help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json)."),
         as_json: bool = JsonOption,
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
         with handled(as_json):
-            from rigbook.endpoint.local import is_local
-            from rigbook.bench.profiles import get_profile
-            from rigbook.endpoint.url import base_url
+            from rigbook.bench.measure import MeasureRequest, measure
             from rigbook.bench.progress import LiveProgress, render_result
-            from rigbook.bench.runner import BenchSpec, run_bench
-            from rigbook.bench.telemetry import Sampler, open_reader
-            from rigbook.home import state_dir
-            from rigbook.rig.probe import probe_rig
 
-            if requests is not None and duration is not None:
-                raise InputError("E_INPUT", "--requests and --duration exclude each other",
-                                 "Use --requests N for burst mode or --duration S for sustained mode.")
-            prof = get_profile(profile)
-            target = out or state_dir("results") / f"bench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
-            spec = BenchSpec(url=base_url(url), model=model, profile=prof, concurrency=_levels(concurrency), max_tokens=max_tokens,
-                             requests=requests, duration_s=duration, warmup=warmup, stall_timeout_s=stall_timeout,
-                             recipe_slug=recipe, out=target, **_recipe(recipe))
-            if is_local(spec.url):
-                try:
-                    rig, rig_why = probe_rig().summary(), None
-                except Exception as exc:  # noqa: BLE001 - a failed probe must not stop a bench; it is recorded
-                    rig, rig_why = None, f"{type(exc).__name__}: {exc}"
-                reader, why = open_reader()
-            else:
-                why = f"the endpoint is on another host ({spec.url}): this machine's GPUs say nothing about it"
-                rig, rig_why, reader = None, why, None
+            request = MeasureRequest(url=url, model=model, profile=profile, concurrency=_levels(concurrency),
+                                     max_tokens=max_tokens, requests=requests, duration_s=duration,
+                                     warmup=warmup, stall_timeout_s=stall_timeout, workers=workers,
+                                     recipe=recipe, out=out)
             live = LiveProgress(enabled=not as_json)
-            with live:
-                result = asyncio.run(run_bench(spec, rig=rig, rig_unavailable=rig_why, sampler=Sampler(reader, why),
-                                               progress=live.update))
-            summary = {"result": str(target), "journal": str(target.with_name(result.journal)), "cut_short": result.conditions.cut_short,
-                       "warnings": result.warnings, "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
+            with live, _stop_on_signals() as stop:
+                done = measure(request, stop, progress=live.update)
+            result = done.result
+            summary = {"result": str(done.result_path), "journal": str(done.journal_path),
+                       "cut_short": result.conditions.cut_short, "warnings": result.warnings,
+                       "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
                        "perf_points": [p.model_dump(mode="json") for p in result.perf_points]}
-            invalid = [c for c in result.cells if not c.valid and not c.cut_short]
-            error = None
-            if invalid:
-                error = RigbookError("E_BENCH_INVALID", f"{len(invalid)} of {len(result.cells)} cells had failed requests "
-                                     f"(result written to {target})",
-                                     details=[f"cell {c.index} (concurrency {c.concurrency}): {r}" for c in invalid for r in c.invalid_reasons])
-                summary["error"] = error.to_dict()
-            emit(summary, as_json, lambda: render_result(result, target))
-            if error and as_json:  # one JSON document on stdout: the error is inside the summary
-                raise typer.Exit(error.exit_code)
-            if error:
-                raise error
+            if done.verdict:
+                summary["error"] = done.verdict.error().to_dict()
+            emit(summary, as_json, lambda: render_result(result, done.result_path))
+            if done.verdict and as_json:  # one JSON document on stdout: the error is inside it
+                raise typer.Exit(done.verdict.error().exit_code)
+            if done.verdict:
+                raise done.verdict.error()
+            if stop.signum is not None:  # cut short: what was measured is written, but the run is not whole
+                raise typer.Exit(128 + stop.signum)
 
     @app.command("report")
     def report(

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from rigbook.bench.profiles import get_profile
+from rigbook.bench.measure import MeasureRequest, measure
 from rigbook.bench.result import BenchResult
-from rigbook.bench.runner import BenchSpec, run_bench
-from rigbook.bench.telemetry import Sampler
 
 
 def bench(url: str, out: Path, *, model: str = "synthetic", profile: str = "seed", **kw) -> BenchResult:
+    """A bench through the library entry point, telemetry off (no GPU here)."""
     kw.setdefault("warmup", 0)
-    spec = BenchSpec(url=url, model=model, profile=get_profile(profile), out=out, **kw)
-    return asyncio.run(run_bench(spec, rig=None, rig_unavailable="test", sampler=Sampler(None, "no GPU in tests")))
+    request = MeasureRequest(url=url, model=model, profile=profile, out=out, telemetry=False, **kw)
+    return measure(request).result
 
 
 def within(a: float, b: float, rel: float) -> bool:

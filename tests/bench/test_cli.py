@@ -47,7 +47,9 @@ def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
             assert within(c, s, 0.01)
         agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
         assert within(cell.metrics.aggregate_tok_s, agg, 0.01)
-    assert [pp.concurrency for pp in result.perf_points] == [1, 4]
+    # A cell the client may have distorted (a loaded machine stalls it) is flagged, not published.
+    assert [pp.concurrency for pp in result.perf_points] == [c.concurrency for c in result.cells
+                                                            if not c.client_bound]
     assert result.conditions.rig is not None and result.conditions.profile.name == "seed"
     assert not result.telemetry.available and result.telemetry.reason
 
@@ -108,19 +110,19 @@ def _start_long_bench(url: str, out: Path) -> subprocess.Popen:
     journal = out.with_name(out.stem + ".journal.jsonl")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if journal.exists() and journal.read_text().count('"type": "request"') >= 3:
+        if journal.exists() and journal.read_text().count('"type":"request"') >= 3:
             return proc
         time.sleep(0.1)
     proc.kill()
     raise AssertionError("bench wrote no requests to its journal")
 
 
-def test_sigterm_writes_the_result_cut_short(url, tmp_path):
+def test_sigterm_writes_the_result_cut_short_and_exits_non_zero(url, tmp_path):
     out = tmp_path / "r.json"
     proc = _start_long_bench(url, out)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 128 + signal.SIGTERM, err
     assert "W_CUT_SHORT" in err
     result = load_result(out)
     assert result.conditions.cut_short and result.cells[0].cut_short and not result.cells[0].valid

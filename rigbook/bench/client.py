@@ -1,0 +1,304 @@
+"""The streaming client's hot path: one chat request per connection, every token event timestamped.
+
+Cost per streamed token is what limits a bench client (a client slower than the server
+publishes its own limit as the server's speed), so the path from socket to timestamp is
+kept short:
+
+- an :class:`asyncio.Protocol` whose ``data_received`` does all the work, so a read wakes
+  no task (an awaited stream reader costs a task switch per read);
+- HTTP/1.1 parsed by ``httptools`` (the C parser uvicorn uses), chunked bodies included;
+- SSE events split on bytes, each event's JSON parsed by ``orjson``;
+- per request, arrays of arrival times and cumulative usage, not an object per token.
+
+Times are ``time.perf_counter()``: on Linux that is ``CLOCK_MONOTONIC``, one clock for the
+whole machine, so records of several client processes merge exactly.
+
+Tokens are counted by the server where it tells us: continuous usage in the stream, else
+the final usage, else a labelled client count (see :func:`rigbook.bench.metrics.attribute_tokens`).
+Any in-band error, dropped stream, HTTP error or stall fails the request with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from array import array
+from urllib.parse import urlsplit
+
+import httptools
+import orjson
+
+from rigbook.endpoint.url import v1_url
+
+_perf = time.perf_counter
+
+
+class RawRequest:
+    """What one stream gave, before metrics. ``times[k]`` is when the k-th token-bearing event
+    arrived, ``usage[k]`` the cumulative ``completion_tokens`` it reported (-1: none) and
+    ``reasoning[k]`` 1 when it carried reasoning rather than content."""
+
+    __slots__ = ("sent", "times", "usage", "reasoning", "done", "final_usage", "continuous",
+                 "finish_reason", "error", "prompt_tokens", "reasoning_tokens_reported", "cancelled",
+                 "reads")
+
+    def __init__(self, sent: float | None = None) -> None:
+        self.sent = _perf() if sent is None else sent
+        self.times = array("d")
+        self.usage = array("q")
+        self.reasoning = bytearray()
+        self.done: float | None = None
+        self.final_usage: dict | None = None
+        self.continuous = False
+        self.finish_reason: str | None = None
+        self.error: str | None = None
+        self.prompt_tokens: int | None = None
+        self.reasoning_tokens_reported: int | None = None
+        self.cancelled = False
+        self.reads = 0
+
+    @property
+    def events(self) -> int:
+        """Token-bearing events received."""
+        return len(self.times)
+
+
+class Target:
+    """Where the requests go: scheme, host, port and path, parsed once for the whole run."""
+
+    def __init__(self, base_url: str, path: str = "chat/completions") -> None:
+        parts = urlsplit(v1_url(base_url, path))
+        self.host = parts.hostname or "127.0.0.1"
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.path = parts.path or "/"
+        default_port = (self.tls and self.port == 443) or (not self.tls and self.port == 80)
+        self.host_header = self.host if default_port else f"{self.host}:{self.port}"
+        self.ssl = ssl.create_default_context() if self.tls else None
+
+    def request_bytes(self, body: bytes) -> bytes:
+        """One POST with the JSON body; the server closes the connection after the reply."""
+        return (f"POST {self.path} HTTP/1.1\r\nHost: {self.host_header}\r\n"
+                f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii") + body
+
+
+class _Stream(asyncio.Protocol):
+    """One request's connection: parses the reply as it arrives and fills a RawRequest."""
+
+    def __init__(self, raw: RawRequest, request: bytes, finished: asyncio.Future, stall_s: float,
+                 reads: ReadWatch | None) -> None:
+        self.raw, self.request, self.finished, self.stall_s, self.watch = raw, request, finished, stall_s, reads
+        self.parser = httptools.HttpResponseParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.status = 0
+        self.pending = b""
+        self.error_body = b""
+        self.saw_done = False
+        self.last_read = self._now = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    # transport callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        now = _perf()
+        # TTFT counts from the request going onto the wire, not from this client's queueing.
+        self.raw.sent = self.last_read = now
+        transport.write(self.request)  # type: ignore[attr-defined]
+        self.timer = asyncio.get_running_loop().call_at(_loop_time(now + self.stall_s), self._check_stall)
+
+    def data_received(self, data: bytes) -> None:
+        now = self.last_read = _perf()
+        self.raw.reads += 1
+        if self.watch is not None:
+            self.watch.saw(now)
+        self._now = now
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(f"dropped: bad HTTP from the server: {exc}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.finished.done():
+            if exc is not None and self.raw.error is None:
+                self.raw.error = f"dropped: {type(exc).__name__}: {exc}"
+            self._finish()
+
+    # httptools callbacks
+    def on_headers_complete(self) -> None:
+        self.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if self.status >= 400:
+            self.error_body += body[:300]
+            return
+        buf = self.pending + body if self.pending else body
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n")
+        start = 0
+        while True:
+            end = buf.find(b"\n\n", start)
+            if end < 0:
+                break
+            self._event(buf[start:end])
+            start = end + 2
+            if self.raw.error is not None or self.saw_done:
+                self._close()
+                return
+        self.pending = buf[start:]
+
+    def on_message_complete(self) -> None:
+        self._close()
+
+    # work
+    def _event(self, event: bytes) -> None:
+        if event.startswith(b"data: ") and b"\n" not in event:
+            payload = event[6:]
+        else:  # several lines, comments or fields other than data
+            lines = [ln[5:].lstrip(b" ") for ln in event.split(b"\n") if ln.startswith(b"data:")]
+            if not lines:
+                return
+            payload = b"\n".join(lines)
+        if payload == b"[DONE]":
+            self.saw_done = True
+            return
+        try:
+            data = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            self.raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
+            return
+        if type(data) is not dict:
+            self.raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
+            return
+        apply_event(self.raw, data, self._now)
+
+    def _check_stall(self) -> None:
+        if self.finished.done():
+            return
+        due = self.last_read + self.stall_s
+        if _perf() >= due:
+            self._fail(f"stalled: no data for {self.stall_s:g} s")
+        else:
+            self.timer = asyncio.get_running_loop().call_at(_loop_time(due), self._check_stall)
+
+    def _fail(self, why: str) -> None:
+        if self.raw.error is None:
+            self.raw.error = why
+        self._close()
+
+    def _close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.finished.done():
+            return
+        raw = self.raw
+        raw.done = _perf()
+        if self.timer is not None:
+            self.timer.cancel()
+        if raw.error is None and self.status >= 400:
+            raw.error = f"http_{self.status}: {self.error_body.decode('utf-8', 'replace')}"
+        elif raw.error is None and self.status == 0:
+            raw.error = "dropped: the connection closed before a reply"
+        elif raw.error is None and not self.saw_done and raw.finish_reason is None:
+            raw.error = "dropped: stream ended without finish_reason or [DONE]"
+        self.finished.set_result(None)
+
+
+def _loop_time(perf_t: float) -> float:
+    """A perf_counter time on the loop's clock (both are CLOCK_MONOTONIC here, but say so once)."""
+    return asyncio.get_running_loop().time() + (perf_t - _perf())
+
+
+def apply_event(raw: RawRequest, data: dict, now: float) -> None:
+    """Fold one parsed SSE event into ``raw``: a token-bearing event adds one entry to the arrays."""
+    err = data.get("error")
+    if err:
+        raw.error = f"in_band_error: {err.get('message', err) if type(err) is dict else err}"
+        return
+    usage = data.get("usage")
+    bearing = False
+    for choice in data.get("choices") or ():
+        delta = choice.get("delta")
+        if delta and not bearing:
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning or delta.get("content"):
+                bearing = True
+                raw.times.append(now)
+                raw.reasoning.append(1 if reasoning else 0)
+                raw.usage.append(usage.get("completion_tokens", -1) if usage else -1)
+        finish = choice.get("finish_reason")
+        if finish:
+            raw.finish_reason = finish
+    if usage:
+        if bearing:
+            raw.continuous = True
+        raw.final_usage = usage
+        raw.prompt_tokens = usage.get("prompt_tokens", raw.prompt_tokens)
+        details = usage.get("completion_tokens_details")
+        if details and details.get("reasoning_tokens") is not None:
+            raw.reasoning_tokens_reported = details["reasoning_tokens"]
+
+
+class ReadWatch:
+    """The longest gap between two reads of any stream while streams were open: a client that
+    stops reading (a stall of its own) shows as a gap here even when the ticker missed it."""
+
+    __slots__ = ("last", "worst", "open")
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+        self.worst = 0.0
+        self.open = 0
+
+    def saw(self, now: float) -> None:
+        if self.last is not None and now - self.last > self.worst:
+            self.worst = now - self.last
+        self.last = now
+
+    def opened(self) -> None:
+        if self.open == 0:
+            self.last = _perf()
+        self.open += 1
+
+    def closed(self) -> None:
+        self.open -= 1
+        if self.open == 0:
+            self.last = None
+
+
+async def stream_chat(target: Target, body: bytes, stall_timeout_s: float, raw: RawRequest,
+                      connect_timeout_s: float = 10.0, reads: ReadWatch | None = None) -> RawRequest:
+    """Send one streaming chat request into ``raw``; never raises for a failed request, it says
+    why in ``raw.error``. Cancelling it closes the connection and keeps what had arrived."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future = loop.create_future()
+    request = target.request_bytes(body)
+    try:
+        transport, _ = await asyncio.wait_for(
+            loop.create_connection(lambda: _Stream(raw, request, finished, stall_timeout_s, reads),
+                                   target.host, target.port, ssl=target.ssl),
+            connect_timeout_s)
+    except (OSError, asyncio.TimeoutError) as exc:
+        raw.error = f"connect: {type(exc).__name__}: {exc}"
+        raw.done = _perf()
+        return raw
+    if reads is not None:
+        reads.opened()
+    try:
+        await finished
+    except asyncio.CancelledError:
+        transport.close()
+        raise
+    finally:
+        if reads is not None:
+            reads.closed()
+    return raw
+
+
+def encode(body: dict) -> bytes:
+    """A request body as JSON bytes."""
+    return orjson.dumps(body)

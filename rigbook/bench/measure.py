@@ -1,0 +1,218 @@
+"""`rigbook.bench.measure`: the library entry point of a bench run.
+
+It owns every decision the command line used to make: whether the endpoint runs on
+this machine (and so whether this machine's rig and GPU telemetry describe it), where
+the result goes, and the verdict (``E_BENCH_INVALID`` when a cell had failed requests).
+It installs no signal handlers: the caller passes a stop event and sets it (the CLI
+does so from its SIGINT/SIGTERM handlers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rigbook.bench.result import BenchResult
+from rigbook.errors import InputError, RigbookError
+
+# progress(event, data): "cell" {index, concurrency, total}, "request" {record}, "cell_done" {cell}
+Progress = Callable[[str, dict], None]
+
+# How often the run looks at a threading.Event stop: the bound on how late a signal is heard.
+_STOP_POLL_S = 0.05
+
+
+class MeasureRequest(BaseModel):
+    """One bench run as a caller asks for it; unset values take the profile's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="Base URL of an OpenAI-compatible server (a trailing /v1 is dropped).")
+    model: str | None = Field(default=None, description="Model id; default: the first the server lists.")
+    profile: str = "seed"
+    concurrency: list[int] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    requests: int | None = Field(default=None, ge=1, description="Burst mode: requests per level.")
+    duration_s: float | None = Field(default=None, gt=0, description="Sustained mode: seconds per level.")
+    warmup: int | None = Field(default=None, ge=0)
+    stall_timeout_s: float | None = Field(default=None, gt=0)
+    workers: int | None = Field(default=None, ge=1,
+                                description="Client processes; default: what the concurrency needs.")
+    recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
+    out: Path | None = Field(default=None,
+                             description="Result file; default RIGBOOK_HOME/results/bench-<time>.json.")
+    telemetry: bool = Field(default=True,
+                            description="Read the rig and GPU telemetry when the endpoint is local.")
+
+
+class Verdict(BaseModel):
+    """Why a finished run does not count: the code, the message and one line per failure."""
+
+    code: str
+    message: str
+    details: list[str] = Field(default_factory=list)
+
+    def error(self) -> RigbookError:
+        """The verdict as the error a command exits with."""
+        return RigbookError(self.code, self.message, details=self.details)
+
+
+class Measurement(BaseModel):
+    """What :func:`measure` gives back: the result, where it and its journal were written, the verdict."""
+
+    result: BenchResult
+    result_path: Path
+    journal_path: Path
+    verdict: Verdict | None = Field(default=None, description="Set when the run does not count.")
+
+
+def check_levels(levels: list[int]) -> list[int]:
+    """The concurrency levels, or ``E_INPUT`` for an empty list, a level below 1 or above the cap."""
+    from rigbook.bench.scheduler import MAX_CONCURRENCY
+
+    if not levels or any(c < 1 for c in levels):
+        raise InputError("E_INPUT", f"concurrency {levels!r} is not a list of positive integers",
+                         "Write e.g. --concurrency 1,4,8.")
+    if max(levels) > MAX_CONCURRENCY:
+        raise InputError("E_INPUT", f"concurrency {max(levels)} is more streams than a bench holds "
+                         f"(at most {MAX_CONCURRENCY})",
+                         "Use fewer; `make bench-client` shows where this machine's client "
+                         "becomes the bottleneck.")
+    return levels
+
+
+def _recipe_facts(ref: str | None) -> dict:
+    """What the named recipe says about the run: its revision, engine and stated conditions."""
+    if ref is None:
+        return {}
+    from rigbook.recipe.resolve import resolve_recipe
+
+    recipe = resolve_recipe(ref)
+    extra = {}
+    quant = next((m.quant for m in recipe.models if m.quant), None)
+    if quant:
+        extra["quant"] = quant
+    source = recipe.engine_source
+    return {"recipe_revision": recipe.revision.no if recipe.revision else None, "extra": extra,
+            "recipe_engine": recipe.engine,
+            "recipe_engine_version": source.base_version if source else None}
+
+
+def _rig_and_sampler(url: str, telemetry: bool):
+    """The rig summary and telemetry sampler, or why neither describes the endpoint's machine."""
+    from rigbook.endpoint.local import is_local
+    from rigbook.bench.telemetry import Sampler, open_reader
+    from rigbook.rig.probe import probe_rig
+
+    if not telemetry:
+        why = "telemetry off for this run"
+        return None, why, Sampler(None, why)
+    if not is_local(url):
+        why = f"the endpoint is on another host ({url}): this machine's GPUs say nothing about it"
+        return None, why, Sampler(None, why)
+    try:
+        rig, rig_why = probe_rig().summary(), None
+    except (RigbookError, OSError) as exc:  # a failed probe must not stop a bench; it is recorded
+        rig, rig_why = None, f"{type(exc).__name__}: {exc}"
+    reader, why = open_reader()
+    return rig, rig_why, Sampler(reader, why)
+
+
+def default_out() -> Path:
+    """Where a result goes when the caller names no file."""
+    from rigbook.home import state_dir
+
+    return state_dir("results") / f"bench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def verdict_of(result: BenchResult, path: Path) -> Verdict | None:
+    """Why the run does not count, or None: a warmup that never succeeded is ``E_CONNECT``,
+    ``E_HTTP`` or (the server answered 200, then failed the stream) ``E_ENGINE_ERROR``;
+    a cell not cut short with failed requests is ``E_BENCH_INVALID``."""
+    if result.warmup and not result.cells:
+        errors = [r.error or "" for r in result.warmup]
+        code = ("E_CONNECT" if all(e.startswith("connect") for e in errors)
+                else "E_HTTP" if all(e.startswith("http_") for e in errors) else "E_ENGINE_ERROR")
+        return Verdict(code=code, message=f"every warmup request failed; nothing was measured "
+                                          f"(result and journal written to {path})",
+                       details=[f"warmup request {r.index}: {r.error}" for r in result.warmup])
+    invalid = [c for c in result.cells if not c.valid and not c.cut_short]
+    if not invalid:
+        return None
+    return Verdict(code="E_BENCH_INVALID",
+                   message=f"{len(invalid)} of {len(result.cells)} cells had failed requests "
+                           f"(result written to {path})",
+                   details=[f"cell {c.index} (concurrency {c.concurrency}): {r}"
+                            for c in invalid for r in c.invalid_reasons])
+
+
+async def measure_async(request: MeasureRequest, stop: asyncio.Event | None = None,
+                        progress: Progress | None = None) -> Measurement:
+    """Run a bench inside the caller's event loop; setting ``stop`` (an asyncio.Event) ends it early,
+    keeping what was measured (``cut_short``)."""
+    from rigbook.bench.journal import journal_path
+    from rigbook.bench.profiles import get_profile
+    from rigbook.bench.runner import BenchSpec, run_bench
+    from rigbook.endpoint.url import base_url
+
+    if request.requests is not None and request.duration_s is not None:
+        raise InputError("E_INPUT", "requests and duration exclude each other",
+                         "Use --requests N for burst mode or --duration S for sustained mode.")
+    if request.concurrency is not None:
+        check_levels(request.concurrency)
+    url = base_url(request.url)
+    target = request.out or default_out()
+    spec = BenchSpec(url=url, model=request.model, profile=get_profile(request.profile),
+                     concurrency=request.concurrency, max_tokens=request.max_tokens,
+                     requests=request.requests, duration_s=request.duration_s, warmup=request.warmup,
+                     stall_timeout_s=request.stall_timeout_s, workers=request.workers,
+                     recipe_slug=request.recipe, out=target, **_recipe_facts(request.recipe))
+    rig, rig_why, sampler = _rig_and_sampler(url, request.telemetry)
+    result = await run_bench(spec, rig=rig, rig_unavailable=rig_why, sampler=sampler,
+                             progress=progress, stop=stop or asyncio.Event())
+    return Measurement(result=result, result_path=target, journal_path=journal_path(target),
+                       verdict=verdict_of(result, target))
+
+
+def measure(request: MeasureRequest, stop: threading.Event | None = None,
+            progress: Progress | None = None) -> Measurement:
+    """Run a bench to the end in a fresh event loop and return what it measured.
+
+    ``stop`` is a ``threading.Event`` so a signal handler, another thread or a test can set it;
+    the run notices within 50 ms, stops its streams and writes the result marked cut short.
+    Bad input raises a coded :class:`~rigbook.errors.RigbookError`; failed requests do not raise,
+    they set ``verdict``.
+    """
+
+    async def run() -> Measurement:
+        inner = asyncio.Event()
+        watcher = asyncio.create_task(_watch(stop, inner)) if stop is not None else None
+        try:
+            return await measure_async(request, inner, progress)
+        finally:
+            if watcher:
+                watcher.cancel()
+
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(run())
+
+
+def loop_factory():
+    """uvloop's event loop where it is installed (its reads and timers cost less per token),
+    else asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+async def _watch(stop: threading.Event, inner: asyncio.Event) -> None:
+    while not stop.is_set():
+        await asyncio.sleep(_STOP_POLL_S)
+    inner.set()
