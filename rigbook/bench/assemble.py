@@ -32,13 +32,16 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
         quant=extra.get("quant"), kv_cache_dtype=extra.get("kv_cache_dtype"),
         speculative_method=extra.get("speculative_method"),
         energy_j_per_token=cell.telemetry.energy_j_per_token,
+        rate_definition="aggregate_with_ttft",
     )
     return PerfPoint(
         context_len=int(statistics.median(prompt)) if prompt else None,
         prefill_tok_s=m.prefill_tok_s.p50, decode_tok_s=m.aggregate_tok_s, ttft_ms=m.ttft_ms.p50,
         concurrency=cell.concurrency, claimed_by="measured",
         notes=(f"rigbook {cell.mode}, profile {p.name} v{p.version}, {m.requests_ok} requests at concurrency "
-               f"{cell.concurrency}; decode_tok_s is their aggregate; context_len is the median prompt length"),
+               f"{cell.concurrency}; decode_tok_s is their aggregate from the first send to the last token "
+               f"(TTFT included); per_request_decode_tok_s_median is one request's rate after its first "
+               f"token; context_len is the median prompt length"),
         per_request_decode_tok_s_median=m.per_request_decode_tok_s.p50,
         conditions=pc,
     )

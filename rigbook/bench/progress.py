@@ -57,29 +57,62 @@ class LiveProgress:
             self._p.update(self._task, note=f"{_f(cell.metrics.aggregate_tok_s)} tok/s aggregate, {state}")
 
 
+# Status words short enough for the table to fit 80 columns whatever the status; the legend
+# under the table spells them out.
+STATUS_LEGEND = {"valid": "valid", "invalid": "failed requests", "client": "client_bound: the client may "
+                 "have set the pace", "cut": "cut short by a signal", "count": "W_SERVER_COUNT"}
+
+
+# Token-count sources in six characters: where the counts came from.
+_SOURCE_WORDS = {"server_continuous": "usage", "server_final": "final", "client_length": "length",
+                 "client_fallback": "client"}
+
+
+def cell_status(cell) -> str:
+    """One short status word per cell, the worst first."""
+    if cell.cut_short:
+        return "cut"
+    if not cell.valid:
+        return "invalid"
+    if cell.client_bound:
+        return "client"
+    if cell.server is not None and cell.server.mismatch:
+        return "count"
+    return "valid"
+
+
 def result_table(result: BenchResult) -> Table:
     """One row per cell: the numbers and whether they count (the failure reasons follow in the E_BENCH_INVALID error)."""
     c0 = result.conditions
-    # Two-line headers and a light box keep all twelve columns inside 80 characters.
+    # Two-line headers, a light box and one-word statuses keep all twelve columns inside 80 characters.
     t = Table(title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}",
               box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
     for col in ("C", "agg\ntok/s", "req\np50", "req\np10", "req\np90", "TTFT\np50 ms", "TTFT\np99 ms", "ITL\nms",
                 "ok/\nfail", "tokens", "J/tok", "status"):
-        t.add_column(col, justify="left" if col in ("tokens", "status") else "right", no_wrap=True)
+        t.add_column(col, justify="left" if col in ("tokens", "status") else "right", no_wrap=True,
+                     overflow="fold")
     for c in result.cells:
         m = c.metrics
-        status = ("valid" if c.valid else "[red]invalid[/]") + (" client_bound" if c.client_bound else "")
+        status = cell_status(c)
         t.add_row(str(c.concurrency), _n(m.aggregate_tok_s), _n(m.per_request_decode_tok_s.p50),
                   _n(m.per_request_decode_tok_s.p10), _n(m.per_request_decode_tok_s.p90), _n(m.ttft_ms.p50),
                   _n(m.ttft_ms.p99), _f(m.itl_ms.p50, "{:.2f}"), f"{m.requests_ok}/{m.requests_failed}",
-                  (c.token_count_source or "-").replace("server_", "").replace("client_", "").replace("fallback", "client"),
-                  _f(c.telemetry.energy_j_per_token, "{:.3f}"), status)
+                  _SOURCE_WORDS.get(c.token_count_source or "", "-"),
+                  _f(c.telemetry.energy_j_per_token, "{:.3f}"), status if status == "valid" else f"[red]{status}[/]")
     return t
+
+
+def status_legend(result: BenchResult) -> list[str]:
+    """The meaning of each status word the table shows, other than valid."""
+    shown = sorted({cell_status(c) for c in result.cells} - {"valid"})
+    return [f"{word}: {STATUS_LEGEND[word]}" for word in shown]
 
 
 def render_result(result: BenchResult, path: Path) -> None:
     """The final table, the warnings and the path, on stderr; the path alone on stdout."""
     _err.print(result_table(result))
+    for line in status_legend(result):
+        _err.print(line, highlight=False)
     for w in result.warnings:
         _err.print(f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False)
     if not result.telemetry.available:

@@ -137,6 +137,23 @@ class CellMetrics(Model):
     tokens_in_window: int = 0
 
 
+class ServerCounts(Model):
+    """The engine's own Prometheus counters over one cell, beside the client's figures."""
+
+    engine: str = Field(description="Whose counter names were read: vllm, sglang or llama.cpp.")
+    generation_tokens: float = Field(description="Generated tokens the engine counted during the cell.")
+    prompt_tokens: float | None = Field(
+        default=None, description="Prompt tokens the engine counted (llama-server leaves out cached ones).")
+    client_tokens: int = Field(description="Output tokens the client counted in the same cell.")
+    client_prompt_tokens: int | None = None
+    difference: float | None = Field(default=None, description="(client - server) / server, generated tokens.")
+    judged: bool = Field(description="False where the two differ by design (a sustained window cuts streams).")
+    mismatch: bool = Field(description="Judged and differing by more than 1 %: the cell carries W_SERVER_COUNT.")
+    ttft_requests: float | None = Field(default=None, description="Requests in the engine's TTFT histogram.")
+    ttft_ms_mean: float | None = Field(default=None, description="The engine's own mean TTFT over the cell.")
+    ttft_ms_p50: float | None = Field(default=None, description="Its median, interpolated in the histogram's buckets.")
+
+
 class Cell(Model):
     """One measurement: a concurrency level in one mode."""
 
@@ -153,6 +170,7 @@ class Cell(Model):
     metrics: CellMetrics
     client: ClientLoad | None = None
     telemetry: CellTelemetry
+    server: ServerCounts | None = Field(default=None, description="The engine's own counters, where it has them.")
     requests: list[RequestRecord] = Field(default_factory=list)
 
 

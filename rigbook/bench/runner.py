@@ -18,6 +18,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
+from rigbook.bench import server_metrics
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import chat_payload
 from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
@@ -86,14 +87,22 @@ async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable:
     """Run the whole bench and write the result (and its journal); returns the result.
 
     Setting ``stop`` ends the run early; the result then holds what was measured, ``cut_short``."""
+    stop = stop or asyncio.Event()
+    info = await asyncio.to_thread(discover, spec.url)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
+        return await _run(spec, info, client, rig=rig, rig_unavailable=rig_unavailable, sampler=sampler,
+                          progress=progress, stop=stop)
+
+
+async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSummary | None,
+               rig_unavailable: str | None, sampler: Sampler, progress: Progress | None,
+               stop: asyncio.Event) -> BenchResult:
     p = spec.profile
     levels = spec.concurrency or list(p.concurrency)
     max_tokens = spec.max_tokens or p.max_tokens
     mode = "sustained" if spec.duration_s is not None else p.mode
     stall = spec.stall_timeout_s or p.stall_timeout_s
     prompts = p.prompts()
-    stop = stop or asyncio.Event()
-    info = await asyncio.to_thread(discover, spec.url)
     model = spec.model or (info.models[0] if info.models else None)
     if model is None or (info.models and model not in info.models):
         raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
@@ -114,7 +123,7 @@ async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable:
     target = Target(spec.url)
     bodies = [encode(chat_payload(p, model, prompt, max_tokens)) for prompt in prompts]
     plan = CellPlan(target=target, bodies=bodies, stall_s=stall, max_tokens=max_tokens,
-                    hold_length=p.hold_length, mode=mode)
+                    hold_length=p.hold_length, mode=mode, metrics=client, url=spec.url)
 
     sampler.start()
     cells: list[Cell] = []
@@ -135,6 +144,10 @@ async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable:
                 cells.append(cell)
                 if cell.client_bound:
                     warnings.append(f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}")
+                if cell.server and cell.server.mismatch:
+                    warnings.append(f"W_SERVER_COUNT: cell {index} (concurrency {conc}): the engine counted "
+                                    f"{cell.server.generation_tokens:.0f} generated tokens, the client "
+                                    f"{cell.server.client_tokens}")
     finally:
         gc.unfreeze()
         sampler.stop()
@@ -154,9 +167,10 @@ class CellPlan:
     """What every request of the run shares: where it goes, the encoded bodies, limits."""
 
     def __init__(self, *, target: Target, bodies: list[bytes], stall_s: float, max_tokens: int,
-                 hold_length: bool, mode: str) -> None:
+                 hold_length: bool, mode: str, metrics: httpx.AsyncClient, url: str) -> None:
         self.target, self.bodies, self.stall_s = target, bodies, stall_s
         self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
+        self.metrics, self.url = metrics, url
 
     def sender(self, reads: ReadWatch | None = None):
         """``send(i, raw)``: stream request ``i`` (prompt ``i mod prompts``) into ``raw``."""
@@ -218,6 +232,7 @@ async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, 
             progress("request", {"record": rec})
 
     window = None
+    counted = await server_metrics.read(plan.metrics, plan.url)
     sampler.begin()
     monitor.start()
     if mode == "burst":
@@ -229,6 +244,8 @@ async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, 
     # neither counts work that happens outside the token window.
     telemetry = sampler.end()
     load = await monitor.stop()
+    # Engines update their counters as a response returns; every stream has ended by now.
+    counted_after = await server_metrics.read(plan.metrics, plan.url) if counted else None
     for i, raw in raws:
         rec = plan.record(raw, cell=index, index=i, t0=t0, window=(w0, w1))
         records.append(rec)
@@ -237,9 +254,14 @@ async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, 
             progress("request", {"record": rec})
     records.sort(key=lambda r: r.index)
     client = judge_client(load, records)
+    prompt = [r.prompt_tokens for r in records]
+    server = server_metrics.compare(
+        counted, counted_after, client_tokens=sum(r.output_tokens for r in records),
+        client_prompt_tokens=sum(prompt) if prompt and None not in prompt else None,
+        judged=mode == "burst" and not stop.is_set())
     cell = build_cell(index=index, mode=mode, concurrency=conc, records=records, requests_planned=requests,
                       duration_s=duration, window=window, telemetry=telemetry, client=client,
-                      cut_short=stop.is_set())
+                      cut_short=stop.is_set()).model_copy(update={"server": server})
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})

@@ -8,13 +8,21 @@ scenario:
 - ``synthetic-final`` / ``synthetic-nousage``: usage only at the end / never
 - ``synthetic-reasoning``: reasoning tokens (``reasoning_content``) before the content
 - ``synthetic-early-eos``, ``synthetic-error``, ``synthetic-stall``, ``synthetic-drop``:
-  every third request (server sequence 2, 5, 8 …) stops early, sends an in-band
+  every third request (server sequence 2, 5, 8 …; ``--fault-every``) stops early, sends an in-band
   error, goes silent for ``stall_s``, or drops the connection half-way.
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``.
 ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
-metrics the client reports.
+metrics the client reports. ``GET /metrics`` gives Prometheus counters named as vLLM names
+them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
+``vllm:time_to_first_token_seconds`` histogram), or as llama-server or SGLang do
+(``--metrics-flavor``), so the bench's server-side cross-check is tested here.
+
+Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
+event of a reply is rendered once and cached as bytes, events that fall due together
+go out in one write, and ``--processes N`` serves one port from N processes
+(SO_REUSEPORT) whose counters are summed in shared memory.
 """
 
 from __future__ import annotations
@@ -22,8 +30,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
+import os
+import signal
+import sys
 import time
+from array import array
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 SCENARIOS = ("synthetic", "synthetic-final", "synthetic-nousage", "synthetic-reasoning",
              "synthetic-early-eos", "synthetic-error", "synthetic-stall", "synthetic-drop")
@@ -40,6 +54,56 @@ class Config:
     reasoning_tokens: int = 24
     stall_s: float = 3.0
     fault_every: int = 3
+    metrics_flavor: str = "vllm"
+
+
+# Prometheus names of the counters, as each engine spells them (llama-server has no TTFT histogram).
+FLAVORS = {
+    "vllm": ("vllm:generation_tokens_total", "vllm:prompt_tokens_total", "vllm:time_to_first_token_seconds"),
+    "sglang": ("sglang:generation_tokens_total", "sglang:prompt_tokens_total",
+               "sglang:time_to_first_token_seconds"),
+    "llamacpp": ("llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total", None),
+}
+TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+
+
+class Counters:
+    """What /metrics reports, in shared memory so that every process of one server adds to it:
+    [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts...]."""
+
+    def __init__(self, shared=None) -> None:
+        self.values = shared if shared is not None else multiprocessing.Array("d", 4 + len(TTFT_BUCKETS_S))
+
+    def add_tokens(self, n: int) -> None:
+        with self.values.get_lock():
+            self.values[0] += n
+
+    def add_request(self, prompt_tokens: int, ttft_s: float) -> None:
+        with self.values.get_lock():
+            v = self.values
+            v[1] += prompt_tokens
+            v[2] += 1
+            v[3] += ttft_s
+            for i, le in enumerate(TTFT_BUCKETS_S):
+                if ttft_s <= le:
+                    v[4 + i] += 1
+
+    def render(self, flavor: str, model: str = "synthetic") -> bytes:
+        """The Prometheus text exposition of the counters."""
+        gen, prompt, ttft = FLAVORS[flavor]
+        with self.values.get_lock():
+            v = list(self.values)
+        label = f'{{model_name="{model}"}}' if flavor != "llamacpp" else ""
+        lines = [f"# TYPE {gen} counter", f"{gen}{label} {v[0]:.1f}",
+                 f"# TYPE {prompt} counter", f"{prompt}{label} {v[1]:.1f}"]
+        if ttft:
+            lines.append(f"# TYPE {ttft} histogram")
+            inner = f',model_name="{model}"' if label else ""
+            for i, le in enumerate(TTFT_BUCKETS_S):
+                lines.append(f'{ttft}_bucket{{le="{le}"{inner}}} {v[4 + i]:.1f}')
+            lines += [f'{ttft}_bucket{{le="+Inf"{inner}}} {v[2]:.1f}', f"{ttft}_count{label} {v[2]:.1f}",
+                      f"{ttft}_sum{label} {v[3]}"]
+        return ("\n".join(lines) + "\n").encode()
 
 
 @dataclass
@@ -50,17 +114,18 @@ class Served:
     model: str
     arrival: float
     prompt_tokens: int
-    sends: list[tuple[float, int]] = field(default_factory=list)  # (time, tokens in that chunk)
+    times: array = field(default_factory=lambda: array("d"))  # when each chunk went out
+    counts: array = field(default_factory=lambda: array("l"))  # tokens each chunk carried
     fault: str | None = None
     completed: bool = False
 
     def to_dict(self) -> dict:
-        tokens = sum(n for _, n in self.sends)
-        first, last = (self.sends[0][0], self.sends[-1][0]) if self.sends else (None, None)
-        after = tokens - (self.sends[0][1] if self.sends else 0)
-        decode = after / (last - first) if self.sends and last > first else None
+        tokens = sum(self.counts)
+        first, last = (self.times[0], self.times[-1]) if self.times else (None, None)
+        after = tokens - (self.counts[0] if self.counts else 0)
+        decode = after / (last - first) if self.times and last > first else None
         return {"seq": self.seq, "model": self.model, "arrival": self.arrival, "first_send": first, "last_send": last,
-                "tokens": tokens, "chunks": len(self.sends), "ttft_s": (first - self.arrival) if first else None,
+                "tokens": tokens, "chunks": len(self.times), "ttft_s": (first - self.arrival) if first else None,
                 "decode_tok_s": decode, "fault": self.fault, "completed": self.completed,
                 "prompt_tokens": self.prompt_tokens}
 
@@ -69,15 +134,18 @@ class SyntheticServer:
     """The server. Tests and selfbench run it as its own process (``python -m``) so it never shares
     the client's interpreter lock and the client's timestamps are its own."""
 
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, counters: Counters | None = None,
+                 keep_record: bool = True) -> None:
         self.config = config or Config()
+        self.counters = counters or Counters()
+        self.keep_record = keep_record
         self.record: list[Served] = []
         self.active = 0
         self._seq: dict[str, int] = {}
         self.port: int | None = None
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        server = await asyncio.start_server(self._handle, host, port, backlog=1024)
+    async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
+        server = await asyncio.start_server(self._handle, host, port, backlog=4096, reuse_port=reuse_port)
         self.port = server.sockets[0].getsockname()[1]
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -93,6 +161,11 @@ class SyntheticServer:
                                                                      for m in SCENARIOS]})
             elif method == "GET" and path == "/_record":
                 await self._json(writer, {"config": self.config.__dict__, "active": self.active, "requests": [s.to_dict() for s in self.record]})
+            elif method == "GET" and path == "/metrics":
+                data = self.counters.render(self.config.metrics_flavor)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data) + data)
+                await writer.drain()
             elif method == "POST" and path == "/_reset":
                 self.record.clear()
                 self._seq.clear()
@@ -123,52 +196,50 @@ class SyntheticServer:
             return
         seq = self._seq.get(model, 0)
         self._seq[model] = seq + 1
-        fault = model.removeprefix("synthetic-") if model in SCENARIOS[4:] and seq % cfg.fault_every == 2 else None
+        fault = model.removeprefix("synthetic-") if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1 else None
         prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
         served = Served(seq=seq, model=model, arrival=arrival, prompt_tokens=len(prompt.split()), fault=fault)
-        self.record.append(served)
+        if self.keep_record:
+            self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
-        usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
-        reasoning = cfg.reasoning_tokens if model == "synthetic-reasoning" else 0
         total = max_tokens // 2 if fault == "early-eos" else max_tokens
+        events = _events(model, cfg.tokens_per_chunk, total, served.prompt_tokens,
+                         cfg.reasoning_tokens if model == "synthetic-reasoning" else 0,
+                         fault == "early-eos")
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                      b"Connection: close\r\n\r\n")
         self.active += 1
+        sent = 0
         try:
             await asyncio.sleep(cfg.ttft_s)
-            sent, due = 0, time.perf_counter()
-            while sent < total:
-                n = min(cfg.tokens_per_chunk, total - sent)
+            k, due, perf = 0, time.perf_counter(), time.perf_counter
+            counts, n_chunks = events.counts, len(events.chunks)
+            while k < n_chunks:
                 if fault and sent >= total // 2:
-                    if fault == "error":
-                        await self._event(writer, {"error": {"message": "synthetic in-band error", "code": 500}})
-                        return
-                    if fault == "stall":
-                        await asyncio.sleep(cfg.stall_s)
-                        return
-                    if fault == "drop":
-                        writer.transport.abort()
-                        return
-                kind = "reasoning_content" if sent < reasoning else "content"
-                chunk = {"id": f"s{seq}", "object": "chat.completion.chunk", "model": model,
-                         "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}]}
-                if usage_mode == "continuous":
-                    chunk["usage"] = {"prompt_tokens": served.prompt_tokens, "completion_tokens": sent + n,
-                                      "total_tokens": served.prompt_tokens + sent + n}
-                await self._event(writer, chunk)
-                served.sends.append((time.perf_counter(), n))
-                sent += n
-                due += n / self._rate()
-                await asyncio.sleep(max(due - time.perf_counter(), 0))
-            finish = {"id": f"s{seq}", "object": "chat.completion.chunk", "model": model,
-                      "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if fault == "early-eos" else "length"}]}
-            await self._event(writer, finish)
-            if usage_mode != "none":
-                await self._event(writer, {"id": f"s{seq}", "object": "chat.completion.chunk", "choices": [],
-                                           "usage": {"prompt_tokens": served.prompt_tokens, "completion_tokens": sent,
-                                                     "total_tokens": served.prompt_tokens + sent,
-                                                     "completion_tokens_details": {"reasoning_tokens": min(reasoning, sent)}}})
-            writer.write(b"data: [DONE]\n\n")
+                    await self._fault(writer, fault)
+                    return
+                # Every event already due goes out in one write: a server that fell behind
+                # catches up in one system call instead of one per event.
+                now = perf()
+                j = k
+                while j < n_chunks and (j == k or due <= now) and not (fault and sent >= total // 2):
+                    due += counts[j] / self._rate()
+                    sent += counts[j]
+                    j += 1
+                writer.write(b"".join(events.chunks[k:j]) if j > k + 1 else events.chunks[k])
+                await writer.drain()
+                now = perf()
+                for i in range(k, j):
+                    served.times.append(now)
+                    served.counts.append(counts[i])
+                self.counters.add_tokens(sum(counts[k:j]))
+                if k == 0:
+                    self.counters.add_request(served.prompt_tokens, now - arrival)
+                k = j
+                delay = due - perf()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            writer.write(events.tail)
             await writer.drain()
             served.completed = True
         except ConnectionError:
@@ -176,9 +247,71 @@ class SyntheticServer:
         finally:
             self.active -= 1
 
-    async def _event(self, writer: asyncio.StreamWriter, data: dict) -> None:
-        writer.write(b"data: " + json.dumps(data).encode() + b"\n\n")
-        await writer.drain()
+    async def _fault(self, writer: asyncio.StreamWriter, fault: str) -> None:
+        if fault == "error":
+            writer.write(_event({"error": {"message": "synthetic in-band error", "code": 500}}))
+            await writer.drain()
+        elif fault == "stall":
+            await asyncio.sleep(self.config.stall_s)
+        elif fault == "drop":
+            writer.transport.abort()
+
+
+class _Rendered:
+    """A reply's events as bytes: one per chunk, and the tail (finish, usage, [DONE])."""
+
+    def __init__(self, chunks: list[bytes], counts: list[int], tail: bytes) -> None:
+        self.chunks, self.counts, self.tail = chunks, counts, tail
+
+
+def _event(data: dict) -> bytes:
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+@lru_cache(maxsize=256)
+def _events(model: str, per_chunk: int, total: int, prompt_tokens: int, reasoning: int,
+            early_eos: bool) -> _Rendered:
+    """Render a reply once; replies of the same shape share it."""
+    usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
+    chunks, counts, sent = [], [], 0
+    while sent < total:
+        n = min(per_chunk, total - sent)
+        kind = "reasoning_content" if sent < reasoning else "content"
+        chunk: dict = {"id": "synthetic", "object": "chat.completion.chunk", "model": model,
+                       "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}]}
+        if usage_mode == "continuous":
+            chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent + n,
+                              "total_tokens": prompt_tokens + sent + n}
+        chunks.append(_event(chunk))
+        counts.append(n)
+        sent += n
+    tail = _event({"id": "synthetic", "object": "chat.completion.chunk", "model": model,
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if early_eos else "length"}]})
+    if usage_mode != "none":
+        tail += _event({"id": "synthetic", "object": "chat.completion.chunk", "choices": [],
+                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sent,
+                                  "total_tokens": prompt_tokens + sent,
+                                  "completion_tokens_details": {"reasoning_tokens": min(reasoning, sent)}}})
+    return _Rendered(chunks, counts, tail + b"data: [DONE]\n\n")
+
+
+def _serve_forever(config: Config, port: int, counters: Counters, keep_record: bool, reuse: bool) -> None:
+    server = SyntheticServer(config, counters, keep_record=keep_record)
+
+    async def run() -> None:
+        await server.serve(port=port, reuse_port=reuse)
+        print(f"synthetic server on http://127.0.0.1:{server.port} (pid {os.getpid()})", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        try:
+            import uvloop
+
+            uvloop.run(run())
+        except ImportError:
+            asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
 
 
 def main() -> None:
@@ -188,20 +321,36 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=Config.rate_tok_s, help="per-request tok/s at concurrency 1")
     ap.add_argument("--falloff", type=float, default=Config.falloff)
     ap.add_argument("--tokens-per-chunk", type=int, default=Config.tokens_per_chunk)
+    ap.add_argument("--ttft-s", type=float, default=Config.ttft_s)
     ap.add_argument("--stall-s", type=float, default=Config.stall_s)
+    ap.add_argument("--fault-every", type=int, default=Config.fault_every,
+                    help="the fault scenarios fail every Nth request (1: every one)")
+    ap.add_argument("--metrics-flavor", choices=sorted(FLAVORS), default=Config.metrics_flavor,
+                    help="whose counter names /metrics uses")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="serve the port from this many processes (/_record then covers one of them only)")
     args = ap.parse_args()
-    server = SyntheticServer(Config(rate_tok_s=args.rate, falloff=args.falloff,
-                                    tokens_per_chunk=args.tokens_per_chunk, stall_s=args.stall_s))
-
-    async def run() -> None:
-        await server.serve(port=args.port)
-        print(f"synthetic server on http://127.0.0.1:{server.port}", flush=True)
-        await asyncio.Event().wait()
-
+    config = Config(rate_tok_s=args.rate, falloff=args.falloff, tokens_per_chunk=args.tokens_per_chunk,
+                    ttft_s=args.ttft_s, stall_s=args.stall_s, metrics_flavor=args.metrics_flavor,
+                    fault_every=args.fault_every)
+    counters = Counters()
+    if args.processes <= 1:
+        _serve_forever(config, args.port, counters, True, False)
+        return
+    # The falloff is per process here: each sees only its own active streams.
+    procs = [multiprocessing.Process(target=_serve_forever, args=(config, args.port, counters, False, True),
+                                     daemon=True) for _ in range(args.processes)]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so `finally` stops the children
+    for p in procs:
+        p.start()
     try:
-        asyncio.run(run())
+        for p in procs:
+            p.join()
     except KeyboardInterrupt:
         pass
+    finally:
+        for p in procs:
+            p.terminate()
 
 
 if __name__ == "__main__":

@@ -125,6 +125,8 @@ RULES: tuple[Rule, ...] = (
     Rule("top_p", "sampling top_p", lambda p, m: _c(p).sampling.top_p if _c(p).sampling else None, WORK),
     Rule("reply_tokens", "reply length (tokens)", lambda p, m: _c(p).reply_tokens, WORK),
     Rule("thinking", "thinking", lambda p, m: _c(p).thinking, WORK, show=lambda p, m: "on" if _c(p).thinking else "off"),
+    # Rates defined differently measure different things (TTFT in or out, one request or all).
+    Rule("rate_definition", "rate definition", lambda p, m: _c(p).rate_definition, WORK),
     Rule("token_count_source", "token-count source", lambda p, m: _c(p).token_count_source, METHOD),
     Rule("bench_tool", "benchmark tool", lambda p, m: _norm(_c(p).bench_tool), METHOD, show=lambda p, m: str(_c(p).bench_tool)),
     Rule("bench_tool_version", "benchmark tool version", lambda p, m: _version(_c(p).bench_tool_version), METHOD,

@@ -123,6 +123,11 @@ class PerfConditions(Record):
     kv_cache_dtype: str | None = None
     speculative_method: str | None = None
     energy_j_per_token: float | None = Field(default=None, ge=0, description="Measured (energy counter) joules per output token.")
+    rate_definition: Literal["aggregate_with_ttft", "aggregate_decode", "per_request_decode"] | None = Field(
+        default=None,
+        description="What decode_tok_s holds: all requests' output tokens over the span from the first send "
+                    "(TTFT included), the same without TTFT, or one request's rate after its first token. "
+                    "Null: the source did not say.")
 
 
 class PerfPoint(Record):
