@@ -78,6 +78,9 @@ class ClientLoad(Model):
 
     loop_lag_ms: Distribution = Field(description="How late a 5 ms ticker woke on the client's event loop.")
     loop_lag_worst_ms: float | None = Field(default=None, description="The ticker's latest wake: the longest client stall.")
+    worst_stall_cpu_ms: float | None = Field(
+        default=None, description="CPU time the client used during its worst stall: near 0, the machine "
+                                  "did not schedule it; near the stall, the client itself was busy.")
     read_gap_worst_ms: float | None = Field(
         default=None, description="Longest time with streams open and no read by the client (server pauses show here too).")
     stall_limit_ms: float | None = Field(
@@ -259,6 +262,7 @@ class BenchResult(Model):
 
 # Fields added after the first results were published; see BenchResult.hashed_body.
 LATER_FIELDS = frozenset({"warmup", "loop_lag_worst_ms", "read_gap_worst_ms", "stall_limit_ms",
+                          "worst_stall_cpu_ms",
                           "server", "rate_definition", "workers"})
 
 

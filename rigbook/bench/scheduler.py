@@ -31,20 +31,29 @@ class ClientMonitor:
 
     def __init__(self, reads: ReadWatch | None = None) -> None:
         self._lags = array("d")
+        self._worst = (0.0, 0.0)  # (worst lag ms, CPU ms the process used meanwhile)
         self._task: asyncio.Task | None = None
         self._reads = reads
 
     async def _tick(self) -> None:
-        lags, perf, tick, reads = self._lags, time.perf_counter, self.TICK_S, self._reads
+        lags, perf, cpu, tick, reads = self._lags, time.perf_counter, time.process_time, self.TICK_S, self._reads
         while True:
-            due = perf() + tick
+            due, cpu0 = perf() + tick, cpu()
+            was_open = reads is None or reads.open
             await asyncio.sleep(tick)
-            # Lateness counts only while a stream is open: a stall with nothing to read distorts nothing.
-            if reads is None or reads.open:
-                lags.append(max(perf() - due, 0.0) * 1000.0)
+            # Lateness counts only when a stream was open as the tick fell due or as it woke: a
+            # stall with nothing to read distorts nothing.
+            if was_open or reads.open:
+                lag = max(perf() - due, 0.0) * 1000.0
+                lags.append(lag)
+                if lag > self._worst[0]:
+                    # How much of the stall this process spent on a CPU: little means the machine
+                    # did not schedule it (a busy machine), much means the client itself was busy.
+                    self._worst = (lag, max(0.0, (cpu() - cpu0) * 1000.0 - tick * 1000.0))
 
     def start(self) -> None:
         self._lags = array("d")
+        self._worst = (0.0, 0.0)
         self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -56,7 +65,8 @@ class ClientMonitor:
         cpu, wall = time.process_time() - self._cpu0, time.perf_counter() - self._wall0
         lag = distribution(self._lags)
         worst_read = 1000.0 * self._reads.worst if self._reads is not None else None
-        return ClientLoad(loop_lag_ms=lag, loop_lag_worst_ms=lag.max, read_gap_worst_ms=worst_read,
+        return ClientLoad(loop_lag_ms=lag, loop_lag_worst_ms=lag.max, worst_stall_cpu_ms=self._worst[1],
+                          read_gap_worst_ms=worst_read,
                           cpu_s=cpu, wall_s=wall, cpu_fraction=cpu / wall if wall > 0 else 0.0,
                           client_bound=False)
 
@@ -92,8 +102,12 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
         if load.cpu_fraction >= CPU_BOUND:
             reasons.append(f"client used {load.cpu_fraction:.0%} of a CPU core")
         if load.loop_lag_worst_ms is not None and load.loop_lag_worst_ms > limit:
+            busy = load.worst_stall_cpu_ms
+            cause = ("" if busy is None else "; it was busy on a CPU" if busy >= 0.5 * load.loop_lag_worst_ms
+                     else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it")
             reasons.append(f"client stalled {load.loop_lag_worst_ms:.1f} ms (limit {limit:.1f} ms, "
-                           f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's events)")
+                           f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's "
+                           f"events{cause})")
     return load.model_copy(update={"cpu_us_per_token": per_token, "stall_limit_ms": limit,
                                    "client_bound": bool(reasons), "reason": "; ".join(reasons) or None})
 
