@@ -41,8 +41,6 @@ class MeasureRequest(BaseModel):
     duration_s: float | None = Field(default=None, gt=0, description="Sustained mode: seconds per level.")
     warmup: int | None = Field(default=None, ge=0)
     stall_timeout_s: float | None = Field(default=None, gt=0)
-    workers: int | None = Field(default=None, ge=1,
-                                description="Client processes; default: what the concurrency needs.")
     recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
     out: Path | None = Field(default=None,
                              description="Result file; default RIGBOOK_HOME/results/bench-<time>.json.")
@@ -170,7 +168,7 @@ async def measure_async(request: MeasureRequest, stop: asyncio.Event | None = No
     spec = BenchSpec(url=url, model=request.model, profile=get_profile(request.profile),
                      concurrency=request.concurrency, max_tokens=request.max_tokens,
                      requests=request.requests, duration_s=request.duration_s, warmup=request.warmup,
-                     stall_timeout_s=request.stall_timeout_s, workers=request.workers,
+                     stall_timeout_s=request.stall_timeout_s,
                      recipe_slug=request.recipe, out=target, **_recipe_facts(request.recipe))
     rig, rig_why, sampler = _rig_and_sampler(url, request.telemetry)
     result = await run_bench(spec, rig=rig, rig_unavailable=rig_why, sampler=sampler,

@@ -263,7 +263,7 @@ class BenchResult(Model):
 # Fields added after the first results were published; see BenchResult.hashed_body.
 LATER_FIELDS = frozenset({"warmup", "loop_lag_worst_ms", "read_gap_worst_ms", "stall_limit_ms",
                           "worst_stall_cpu_ms",
-                          "server", "rate_definition", "workers"})
+                          "server", "rate_definition"})
 
 
 def _without_empty_later_fields(value):

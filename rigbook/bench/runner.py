@@ -50,7 +50,6 @@ class BenchSpec(BaseModel):
     duration_s: float | None = None
     warmup: int | None = None
     stall_timeout_s: float | None = None
-    workers: int | None = None
     recipe_slug: str | None = None
     recipe_revision: int | None = None
     recipe_engine: str | None = None

@@ -60,8 +60,6 @@ def register(app: typer.Typer) -> None:
         duration: float = typer.Option(None, "--duration", min=0.1, help="Sustained mode: seconds per level."),
         warmup: int = typer.Option(None, "--warmup", min=0, help="Warmup requests before measuring."),
         stall_timeout: float = typer.Option(None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."),
-        workers: int = typer.Option(None, "--workers", min=1,
-                                    help="Client processes (default: what the machine and the concurrency need)."),
         recipe: str = typer.Option(None, "--recipe", help="Recipe slug (or file) the server runs; recorded with the result."),
         out: Path = typer.Option(None, "--out", help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json)."),
         as_json: bool = JsonOption,
@@ -73,7 +71,7 @@ def register(app: typer.Typer) -> None:
 
             request = MeasureRequest(url=url, model=model, profile=profile, concurrency=_levels(concurrency),
                                      max_tokens=max_tokens, requests=requests, duration_s=duration,
-                                     warmup=warmup, stall_timeout_s=stall_timeout, workers=workers,
+                                     warmup=warmup, stall_timeout_s=stall_timeout,
                                      recipe=recipe, out=out)
             live = LiveProgress(enabled=not as_json)
             with live, _stop_on_signals() as stop:

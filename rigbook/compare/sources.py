@@ -98,6 +98,9 @@ def _run_defaults(result: BenchResult) -> dict:
         "engine_version": c.engine_version,
         "bench_tool": c.bench_tool,
         "bench_tool_version": c.rigbook_version if c.bench_tool == "rigbook" else None,
+        # Every rigbook bench wrote its aggregate, TTFT included, as decode_tok_s (results written
+        # before the field existed say nothing, but their notes and code say this).
+        "rate_definition": "aggregate_with_ttft" if c.bench_tool == "rigbook" else None,
         "sampling": Sampling(temperature=c.profile.temperature, top_p=c.profile.top_p).model_dump(exclude_none=True),
         "reply_tokens": c.profile.max_tokens,
         "reply_length_held": c.profile.reply_length_held,

@@ -11,16 +11,21 @@ from tests.bench.helpers import bench, start_synthetic
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    """The same bench against a server streaming 400 tok/s and one streaming 200 tok/s."""
+    """The same bench against a server streaming 80 tok/s and one streaming 40 tok/s. Slow streams
+    (one token an event, 12.5 ms and more apart) leave room for a busy machine's scheduling, so
+    the bench does not flag its cells client_bound and they become perf points."""
     out = tmp_path_factory.mktemp("measured")
     paths = []
-    for rate in (400, 200):
-        proc, url = start_synthetic("--rate", str(rate), "--falloff", "0")
+    for rate in (80, 40):
+        proc, url = start_synthetic("--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1")
         try:
-            bench(url, out / f"rate-{rate}.json", concurrency=[1, 2], requests=2, max_tokens=80)
+            result = bench(url, out / f"rate-{rate}.json", concurrency=[1, 2], requests=2, max_tokens=40)
         finally:
             proc.terminate()
             proc.wait(10)
+        flagged = [c.client.reason for c in result.cells if c.client_bound]
+        if flagged:  # an overloaded machine descheduled the client: its cells publish no point
+            pytest.skip(f"the bench flagged its own cells client_bound: {flagged[0]}")
         paths.append(out / f"rate-{rate}.json")
     return paths
 
@@ -41,7 +46,7 @@ def test_twice_the_stream_rate_reads_as_twice_the_throughput(measured):
 def test_markdown_names_both_results(measured):
     fast, slow = measured
     text = render_md(compare_refs([str(fast), str(slow)]))
-    assert "rate-400.json" in text and "rate-200.json" in text and "throughput" in text
+    assert "rate-80.json" in text and "rate-40.json" in text and "throughput" in text
 
 
 def test_two_files_of_one_name_are_told_apart_by_their_folders(measured, tmp_path):
