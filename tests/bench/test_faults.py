@@ -43,6 +43,10 @@ def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
     """A client_bound or invalid status used to widen the table past 80 columns, hiding concurrency."""
     result = bench(url, tmp_path / "r.json", concurrency=[1], requests=1, max_tokens=5)
     cell = result.cells[0].model_copy(update={"concurrency": 4096})
+    cell = cell.model_copy(update={"metrics": cell.metrics.model_copy(update={"requests_ok": 4000,
+                                                                              "requests_failed": 96})})
+    # The widest energy figure a GPU cell shows.
+    cell = cell.model_copy(update={"telemetry": cell.telemetry.model_copy(update={"energy_j_per_token": 12.345})})
     cells = [cell.model_copy(update={"client_bound": True}),
              cell.model_copy(update={"valid": False, "client_bound": True}),
              cell.model_copy(update={"valid": False, "cut_short": True})]
