@@ -63,9 +63,9 @@ STATUS_LEGEND = {"valid": "valid", "invalid": "failed requests", "client": "clie
                  "have set the pace", "cut": "cut short by a signal", "count": "W_SERVER_COUNT"}
 
 
-# Token-count sources in six characters: where the counts came from.
-_SOURCE_WORDS = {"server_continuous": "usage", "server_final": "final", "client_length": "length",
-                 "client_fallback": "client"}
+# Token-count sources in five characters: where the counts came from.
+_SOURCE_WORDS = {"server_continuous": "usage", "server_final": "final", "client_length": "len",
+                 "client_fallback": "chunk"}
 
 
 def cell_status(cell) -> str:
@@ -82,7 +82,8 @@ def cell_status(cell) -> str:
 
 
 def result_table(result: BenchResult) -> Table:
-    """One row per cell: the numbers and whether they count (the failure reasons follow in the E_BENCH_INVALID error)."""
+    """One row per cell: the numbers, failed requests, where token counts came from and whether the
+    cell counts (the failure reasons follow in the E_BENCH_INVALID error)."""
     c0 = result.conditions
     # Two-line headers, a light box, one-word statuses and no energy column without energy keep the
     # table inside 80 characters.
@@ -90,17 +91,17 @@ def result_table(result: BenchResult) -> Table:
                     "times in ms", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
     energy = any(c.telemetry.energy_j_per_token is not None for c in result.cells)
     columns = ["C", "agg\ntok/s", "req\np50", "req\np10", "req\np90", "TTFT\np50", "TTFT\np99", "ITL",
-               "ok/\nfail", "tokens", *(["J/tok"] if energy else []), "status"]
+               "fail", "count", *(["J/tok"] if energy else []), "status"]
     for col in columns:
-        t.add_column(col, justify="left" if col in ("tokens", "status") else "right", no_wrap=True)
+        t.add_column(col, justify="left" if col in ("count", "status") else "right", no_wrap=True)
     for c in result.cells:
         m = c.metrics
         status = cell_status(c)
         t.add_row(str(c.concurrency), _n(m.aggregate_tok_s), _n(m.per_request_decode_tok_s.p50),
                   _n(m.per_request_decode_tok_s.p10), _n(m.per_request_decode_tok_s.p90), _n(m.ttft_ms.p50),
-                  _n(m.ttft_ms.p99), _n(m.itl_ms.p50), f"{m.requests_ok}/{m.requests_failed}",
+                  _n(m.ttft_ms.p99), _n(m.itl_ms.p50), str(m.requests_failed),
                   _SOURCE_WORDS.get(c.token_count_source or "", "-"),
-                  *([_f(c.telemetry.energy_j_per_token, "{:.3f}")] if energy else []),
+                  *([_f(c.telemetry.energy_j_per_token, "{:.2f}")] if energy else []),
                   status if status == "valid" else f"[red]{status}[/]")
     return t
 

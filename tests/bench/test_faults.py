@@ -57,6 +57,7 @@ def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
     rows = [ln for ln in lines if ln.lstrip().startswith("4096")]
     assert len(rows) == 3 and "…" not in "".join(rows)
     assert {"client", "invalid", "cut"} <= {ln.split()[-1] for ln in rows}
+    assert all(" 96 " in ln and "12.35" in ln for ln in rows)
 
 
 def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, tmp_path):
