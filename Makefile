@@ -12,7 +12,7 @@ STAMP_TEST := $(VENV)/.stamp-test
 # apt-get needs root: through sudo when make runs as a user.
 APT := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 
-.PHONY: demo test setup setup-test system-deps bench-client clean
+.PHONY: demo test setup setup-test system-deps bench-client bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,14 @@ test: setup-test
 
 bench-client: setup-test
 	$(BIN)/python -m rigbook.bench.selfbench
+
+# rigbook beside GuideLLM and llama-benchy (pinned, in a throwaway venv) on one synthetic server;
+# TOKENIZER is a local tokenizer folder the peers build their prompts with.
+PEERS_VENV ?= /work/cache/bench/peers
+bench-compare: setup-test
+	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/client/install_peers.sh $(PEERS_VENV)
+	$(BIN)/python benchmarks/client/compare_clients.py --peers-venv $(PEERS_VENV) \
+		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/client/results.md
 
 clean:
 	rm -rf $(VENV)

@@ -161,6 +161,8 @@ class SyntheticServer:
                                                                      for m in SCENARIOS]})
             elif method == "GET" and path == "/_record":
                 await self._json(writer, {"config": self.config.__dict__, "active": self.active, "requests": [s.to_dict() for s in self.record]})
+            elif method == "GET" and path == "/health":
+                await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
                 data = self.counters.render(self.config.metrics_flavor)
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
@@ -203,6 +205,20 @@ class SyntheticServer:
             self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
         total = max_tokens // 2 if fault == "early-eos" else max_tokens
+        if not req.get("stream"):
+            # A plain (non-streamed) completion, as some clients send to warm up: the same timing,
+            # one JSON answer at the end.
+            await asyncio.sleep(cfg.ttft_s + total / self._rate())
+            self.counters.add_tokens(total)
+            self.counters.add_request(served.prompt_tokens, cfg.ttft_s)
+            served.completed = True
+            usage = {"prompt_tokens": served.prompt_tokens, "completion_tokens": total,
+                     "total_tokens": served.prompt_tokens + total}
+            await self._json(writer, {"id": "synthetic", "object": "chat.completion", "model": model,
+                                      "choices": [{"index": 0, "finish_reason": "length",
+                                                   "message": {"role": "assistant", "content": "tok " * total}}],
+                                      "usage": usage})
+            return
         events = _events(model, cfg.tokens_per_chunk, total, served.prompt_tokens,
                          cfg.reasoning_tokens if model == "synthetic-reasoning" else 0,
                          fault == "early-eos")

@@ -1,0 +1,264 @@
+"""rigbook's bench client against GuideLLM and llama-benchy, on one synthetic server whose truth is known.
+
+For each per-request rate and stream count, a fresh synthetic server (one token per SSE event,
+the costliest case for a client) serves each client in turn. The truth is the server's own record:
+tokens over the span from the first request's arrival to the last token sent. Each client's
+reported aggregate is set against it (error %), its CPU time is read from the kernel
+(``RUSAGE_CHILDREN``, the client process and everything it waited for) less the CPU of a
+one-request, one-token run of the same client (start-up and imports), and divided by the tokens
+the server counted (µs per token); the ceiling is 10^6 ÷ that, the tokens per second one core
+could take in. Faults are the flags each client raised. The machine's load average is printed
+beside the table: the machine is shared, and every figure moves with it.
+
+    python benchmarks/client/compare_clients.py --peers-venv /work/cache/bench/peers \\
+        --tokenizer /path/to/a/tokenizer/folder --out benchmarks/client/results.md
+
+The peers are installed with ``benchmarks/client/install_peers.sh`` (a throwaway venv). Without a
+peers venv, or without a tokenizer folder (both peers build their prompts with one), only rigbook
+runs, and the table says why the others are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+PROMPT_TOKENS = 32
+
+
+@dataclass
+class Run:
+    """One client at one (rate, streams) point."""
+
+    tool: str
+    rate: float
+    streams: int
+    truth_tok_s: float | None = None
+    reported_tok_s: float | None = None
+    server_tokens: float = 0.0
+    cpu_s: float = 0.0
+    faults: str = ""
+    note: str = ""
+
+    @property
+    def error_pct(self) -> float | None:
+        if self.truth_tok_s and self.reported_tok_s is not None:
+            return 100.0 * (self.reported_tok_s - self.truth_tok_s) / self.truth_tok_s
+        return None
+
+    @property
+    def us_per_token(self) -> float | None:
+        return 1e6 * self.cpu_s / self.server_tokens if self.server_tokens and self.cpu_s > 0 else None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(rate: float) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port),
+                             "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            httpx.get(url + "/v1/models", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("synthetic server did not start")
+
+
+def generated(url: str) -> float:
+    text = httpx.get(url + "/metrics").text
+    return float(next(ln for ln in text.splitlines() if ln.startswith("vllm:generation_tokens_total")).split()[-1])
+
+
+def truth(url: str, streams: int) -> float | None:
+    """The server's own aggregate over the measured requests (the last ``streams`` it served; a
+    client's warmup comes first): tokens ÷ (last token sent − first arrival)."""
+    own = [r for r in httpx.get(url + "/_record").json()["requests"] if r["tokens"]][-streams:]
+    if not own:
+        return None
+    return sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+
+
+def run_child(cmd: list[str], env: dict | None = None, timeout: float = 900) -> tuple[subprocess.CompletedProcess, float]:
+    """Run a client; returns it and the CPU seconds it (and whatever it waited for) used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, **(env or {})})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+# --- the three clients ---------------------------------------------------------------------------
+
+def rigbook_cmd(url: str, streams: int, tokens: int, out: Path) -> list[str]:
+    return [sys.executable, "-m", "rigbook", "bench", url, "--model", "synthetic", "--concurrency", str(streams),
+            "--requests", str(streams), "--max-tokens", str(tokens), "--warmup", "0", "--out", str(out), "--json"]
+
+
+def rigbook_read(done: subprocess.CompletedProcess, out: Path) -> tuple[float | None, str]:
+    summary = json.loads(done.stdout)
+    cell = summary["cells"][0] if summary.get("cells") else None
+    codes = sorted({w.split(":", 1)[0] for w in summary.get("warnings", [])})
+    if summary.get("error"):
+        codes.append(summary["error"]["code"])
+    return (cell["metrics"]["aggregate_tok_s"] if cell else None), ", ".join(codes)
+
+
+def guidellm_cmd(peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path) -> list[str]:
+    return [str(peers / "bin" / "guidellm"), "run", "--backend", f"kind=openai_http,target={url},model=synthetic",
+            "--profile", f"kind=concurrent,streams={streams}", "--constraint", f"kind=max_requests,count={streams}",
+            "--tokenizer", f"kind=hf_auto,model={tokenizer}",
+            "--data", f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={tokens}",
+            "--output", f"kind=json,path={out}", "--disable-console"]
+
+
+def guidellm_read(out: Path) -> tuple[float | None, str]:
+    bench = json.loads(out.read_text())["benchmarks"][0]
+    rate = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
+    errored = len(bench["requests"]["errored"])
+    return (rate or None), f"{errored} errored" if errored else ""
+
+
+# llama-benchy reads its prose corpus from a URL, cached under ~/.cache/llama-benchy by the URL's MD5;
+# the cache is seeded with local text under a URL that is never fetched (this machine reaches no web).
+BENCHY_BOOK = "http://book.invalid/rigbook-corpus.txt"
+
+
+def seed_benchy_corpus() -> None:
+    cache = Path.home() / ".cache" / "llama-benchy"
+    cache.mkdir(parents=True, exist_ok=True)
+    text = ("It was a bright cold day in April, and the clocks were striking thirteen. Winston Smith, his "
+            "chin nuzzled into his breast in an effort to escape the vile wind, slipped quickly through. ") * 300
+    (cache / f"{hashlib.md5(BENCHY_BOOK.encode()).hexdigest()}.txt").write_text(text, encoding="utf-8")
+
+
+def benchy_cmd(peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path) -> list[str]:
+    return [str(peers / "bin" / "llama-benchy"), "--base-url", url + "/v1", "--model", "synthetic",
+            "--tokenizer", tokenizer, "--pp", str(PROMPT_TOKENS), "--tg", str(tokens), "--runs", "1",
+            "--concurrency", str(streams), "--no-warmup", "--skip-coherence", "--latency-mode", "none",
+            "--book-url", BENCHY_BOOK, "--format", "json", "--save-result", str(out)]
+
+
+def benchy_read(out: Path) -> tuple[float | None, str]:
+    """llama-benchy's aggregate generation rate over all streams (``tg_throughput``)."""
+    rows = json.loads(out.read_text()).get("benchmarks") or []
+    return (rows[0]["tg_throughput"]["mean"] if rows else None), ("" if rows else "no result")
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+def measure_point(tool: str, rate: float, streams: int, tokens: int, args, tmp: Path,
+                  startup_cpu: dict[str, float]) -> Run:
+    run = Run(tool=tool, rate=rate, streams=streams)
+    server, url = start_server(rate)
+    try:
+        httpx.post(url + "/_reset")
+        g0 = generated(url)
+        out = tmp / f"{tool}-{rate:g}-{streams}.json"
+        if tool == "rigbook":
+            done, cpu = run_child(rigbook_cmd(url, streams, tokens, out), {"PYTHONPATH": str(REPO)})
+            reported, faults = rigbook_read(done, out)
+        elif tool == "guidellm":
+            done, cpu = run_child(guidellm_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out))
+            reported, faults = guidellm_read(out) if out.exists() else (None, f"exit {done.returncode}")
+        else:
+            done, cpu = run_child(benchy_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out))
+            reported, faults = benchy_read(out) if out.exists() else (None, f"exit {done.returncode}")
+        if reported is None:
+            run.note = (done.stderr or done.stdout)[-300:].replace("\n", " ")
+        run.reported_tok_s, run.faults = reported, faults
+        run.server_tokens = generated(url) - g0
+        run.truth_tok_s = truth(url, streams)
+        run.cpu_s = max(cpu - startup_cpu.get(tool, 0.0), 0.0)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return run
+
+
+def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
+    lines = ["| client | tok/s per request | streams | truth tok/s | reported tok/s | reported vs truth | "
+             "CPU µs/token | ceiling tok/s | faults |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        err = f"{r.error_pct:+.2f} %" if r.error_pct is not None else "-"
+        us = r.us_per_token
+        lines.append(f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
+                     f"{r.reported_tok_s or 0:,.0f} | {err} | {us:.1f} | {1e6 / us:,.0f} | {r.faults or '-'} |"
+                     if us else
+                     f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
+                     f"{r.reported_tok_s or 0:,.0f} | {err} | - | - | {r.faults or r.note or '-'} |")
+    lines.append("")
+    lines.append("Machine load (1, 5, 15 min averages) during the run: " + "; ".join(loads) + ".")
+    lines += [f"Not run: {m}" for m in missing]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peers-venv", type=Path, default=Path("/work/cache/bench/peers"))
+    ap.add_argument("--tokenizer", default=None, help="a local tokenizer folder (tokenizer.json) for the peers")
+    ap.add_argument("--rates", default="10,40", help="per-request tok/s")
+    ap.add_argument("--streams", default="1,4,64,256")
+    ap.add_argument("--tokens", type=int, default=200, help="tokens per reply")
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here too")
+    ap.add_argument("--peers", default="llama-benchy,guidellm", help="which peers to run beside rigbook")
+    args = ap.parse_args(argv)
+    tools, missing = ["rigbook"], []
+    peers_ok = args.peers_venv.is_dir() and (args.peers_venv / "bin" / "guidellm").exists()
+    if not peers_ok:
+        missing.append(f"GuideLLM and llama-benchy: no peers venv at {args.peers_venv} "
+                       "(benchmarks/client/install_peers.sh makes one)")
+    elif not args.tokenizer:
+        missing.append("GuideLLM and llama-benchy: no --tokenizer folder (both build prompts with one, "
+                       "and this machine cannot download one)")
+    else:
+        tools += [t for t in args.peers.split(",") if t]
+    runs: list[Run] = []
+    loads: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        seed_benchy_corpus()
+        startup: dict[str, float] = {}
+        for tool in tools:  # one request of one token: the start-up and import cost, taken off every run
+            startup[tool] = measure_point(tool, 1000, 1, 1, args, tmp, {}).cpu_s
+        for rate in (float(x) for x in args.rates.split(",")):
+            for streams in (int(x) for x in args.streams.split(",")):
+                loads.append("{:.1f}, {:.1f}, {:.1f}".format(*os.getloadavg()))
+                for tool in tools:
+                    run = measure_point(tool, rate, streams, args.tokens, args, tmp, startup)
+                    runs.append(run)
+                    print(f"{tool} rate {rate:g} streams {streams}: truth {run.truth_tok_s or 0:.0f}, "
+                          f"reported {run.reported_tok_s or 0:.0f}, {run.us_per_token or 0:.1f} µs/token "
+                          f"{run.faults}", flush=True)
+    text = table(runs, loads, missing)
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
