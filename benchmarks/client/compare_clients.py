@@ -165,7 +165,8 @@ def benchy_cmd(peers: Path, url: str, streams: int, tokens: int, tokenizer: str,
 def benchy_read(out: Path) -> tuple[float | None, str]:
     """llama-benchy's aggregate generation rate over all streams (``tg_throughput``)."""
     rows = json.loads(out.read_text()).get("benchmarks") or []
-    return (rows[0]["tg_throughput"]["mean"] if rows else None), ("" if rows else "no result")
+    tg = rows[0].get("tg_throughput") if rows else None
+    return (tg["mean"] if tg else None), ("" if rows else "no result")
 
 
 # --- the run -------------------------------------------------------------------------------------

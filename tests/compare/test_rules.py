@@ -10,7 +10,8 @@ from rigbook.recipe.schema import Sampling
 FULL = dict(sampling=Sampling(temperature=0, top_p=1), reply_tokens=400, thinking=False, token_count_source="server_continuous",
             bench_tool="rigbook", bench_tool_version="0.1.0", workload="prose", gpu_count=2, card="RTX PRO 6000 Blackwell Max-Q",
             power_limit_w_per_gpu=300, engine="vllm", engine_version="0.11.0", quant="fp8", kv_cache_dtype="fp8",
-            speculative_method="none", bench_mode="burst", bench_profile="prose-400 v1", bench_profile_hash="sha256:0")
+            speculative_method="none", bench_mode="burst", bench_profile="prose-400 v1", bench_profile_hash="sha256:0",
+            rate_definition="aggregate_with_ttft")
 
 
 def point(claimed_by: str = "measured", context_len: int | None = 1024, **changes) -> ComparedPoint:
@@ -124,4 +125,16 @@ def test_every_condition_the_design_names_has_a_rule():
     names = {r.name for r in RULES}
     assert {"gpu_count", "card", "card_variant", "power_limit_w_per_gpu", "engine", "engine_version", "quant", "kv_cache_dtype",
             "speculative_method", "temperature", "top_p", "reply_tokens", "thinking", "token_count_source", "bench_tool",
-            "bench_tool_version", "claimed_by", "context_len", "bench_mode", "bench_profile", "bench_profile_hash"} <= names
+            "bench_tool_version", "claimed_by", "context_len", "bench_mode", "bench_profile", "bench_profile_hash",
+            "rate_definition"} <= names
+
+
+def test_a_different_rate_definition_is_different_work_and_an_unstated_one_cannot_be_told():
+    """A per-request decode rate is no aggregate with TTFT: not comparable. A claim that does not say
+    which it holds is a caveat ("cannot tell") on every aspect."""
+    v = by_aspect(point(), point(rate_definition="per_request_decode"))
+    assert v["throughput"].verdict == "not comparable"
+    assert any(r.condition == "rate_definition" and r.kind == "differs" for r in v["throughput"].reasons)
+    v = by_aspect(point(), point(rate_definition=None))
+    reason = next(r for r in v["throughput"].reasons if r.condition == "rate_definition")
+    assert (reason.severity, reason.kind) == ("caveat", "unknown_one_side")
