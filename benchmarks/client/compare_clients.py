@@ -1,4 +1,4 @@
-"""rigbook's bench client against GuideLLM and llama-benchy, on one synthetic server whose truth is known.
+"""rigbook's bench client beside GuideLLM and llama-benchy, on one synthetic server of known truth.
 
 For each per-request rate and stream count, a fresh synthetic server (one token per SSE event,
 the costliest case for a client) serves each client in turn. The truth is the server's own record:
@@ -60,7 +60,9 @@ class Run:
 
     @property
     def us_per_token(self) -> float | None:
-        return 1e6 * self.cpu_s / self.server_tokens if self.server_tokens and self.cpu_s > 0 else None
+        return (
+            1e6 * self.cpu_s / self.server_tokens if self.server_tokens and self.cpu_s > 0 else None
+        )
 
 
 def _free_port() -> int:
@@ -73,10 +75,27 @@ def _free_port() -> int:
 
 def start_server(rate: float) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port),
-                             "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook.bench.synthetic_server",
+            "--port",
+            str(port),
+            "--rate",
+            str(rate),
+            "--falloff",
+            "0",
+            "--tokens-per-chunk",
+            "1",
+            "--ttft-s",
+            "0.03",
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -90,7 +109,11 @@ def start_server(rate: float) -> tuple[subprocess.Popen, str]:
 
 def generated(url: str) -> float:
     text = httpx.get(url + "/metrics").text
-    return float(next(ln for ln in text.splitlines() if ln.startswith("vllm:generation_tokens_total")).split()[-1])
+    return float(
+        next(
+            ln for ln in text.splitlines() if ln.startswith("vllm:generation_tokens_total")
+        ).split()[-1]
+    )
 
 
 def truth(url: str, streams: int) -> float | None:
@@ -99,23 +122,52 @@ def truth(url: str, streams: int) -> float | None:
     own = [r for r in httpx.get(url + "/_record").json()["requests"] if r["tokens"]][-streams:]
     if not own:
         return None
-    return sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+    return sum(r["tokens"] for r in own) / (
+        max(r["last_send"] for r in own) - min(r["arrival"] for r in own)
+    )
 
 
-def run_child(cmd: list[str], env: dict | None = None, timeout: float = 900) -> tuple[subprocess.CompletedProcess, float]:
+def run_child(
+    cmd: list[str], env: dict | None = None, timeout: float = 900
+) -> tuple[subprocess.CompletedProcess, float]:
     """Run a client; returns it and the CPU seconds it (and whatever it waited for) used."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 # --- the three clients ---------------------------------------------------------------------------
 
+
 def rigbook_cmd(url: str, streams: int, tokens: int, out: Path) -> list[str]:
-    return [sys.executable, "-m", "rigbook", "bench", url, "--model", "synthetic", "--concurrency", str(streams),
-            "--requests", str(streams), "--max-tokens", str(tokens), "--warmup", "0", "--out", str(out), "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "rigbook",
+        "bench",
+        url,
+        "--model",
+        "synthetic",
+        "--concurrency",
+        str(streams),
+        "--requests",
+        str(streams),
+        "--max-tokens",
+        str(tokens),
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    ]
 
 
 def rigbook_read(done: subprocess.CompletedProcess, out: Path) -> tuple[float | None, str]:
@@ -127,12 +179,26 @@ def rigbook_read(done: subprocess.CompletedProcess, out: Path) -> tuple[float | 
     return (cell["metrics"]["aggregate_tok_s"] if cell else None), ", ".join(codes)
 
 
-def guidellm_cmd(peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path) -> list[str]:
-    return [str(peers / "bin" / "guidellm"), "run", "--backend", f"kind=openai_http,target={url},model=synthetic",
-            "--profile", f"kind=concurrent,streams={streams}", "--constraint", f"kind=max_requests,count={streams}",
-            "--tokenizer", f"kind=hf_auto,model={tokenizer}",
-            "--data", f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={tokens}",
-            "--output", f"kind=json,path={out}", "--disable-console"]
+def guidellm_cmd(
+    peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path
+) -> list[str]:
+    return [
+        str(peers / "bin" / "guidellm"),
+        "run",
+        "--backend",
+        f"kind=openai_http,target={url},model=synthetic",
+        "--profile",
+        f"kind=concurrent,streams={streams}",
+        "--constraint",
+        f"kind=max_requests,count={streams}",
+        "--tokenizer",
+        f"kind=hf_auto,model={tokenizer}",
+        "--data",
+        f"kind=synthetic_text,prompt_tokens={PROMPT_TOKENS},output_tokens={tokens}",
+        "--output",
+        f"kind=json,path={out}",
+        "--disable-console",
+    ]
 
 
 def guidellm_read(out: Path) -> tuple[float | None, str]:
@@ -142,24 +208,54 @@ def guidellm_read(out: Path) -> tuple[float | None, str]:
     return (rate or None), f"{errored} errored" if errored else ""
 
 
-# llama-benchy reads its prose corpus from a URL, cached under ~/.cache/llama-benchy by the URL's MD5;
-# the cache is seeded with local text under a URL that is never fetched (this machine reaches no web).
+# llama-benchy reads its prose corpus from a URL, cached under ~/.cache/llama-benchy by the URL's
+# MD5; the cache is seeded with local text under a URL that is never fetched (no web here).
 BENCHY_BOOK = "http://book.invalid/rigbook-corpus.txt"
 
 
 def seed_benchy_corpus() -> None:
     cache = Path.home() / ".cache" / "llama-benchy"
     cache.mkdir(parents=True, exist_ok=True)
-    text = ("It was a bright cold day in April, and the clocks were striking thirteen. Winston Smith, his "
-            "chin nuzzled into his breast in an effort to escape the vile wind, slipped quickly through. ") * 300
-    (cache / f"{hashlib.md5(BENCHY_BOOK.encode()).hexdigest()}.txt").write_text(text, encoding="utf-8")
+    text = (
+        "It was a bright cold day in April, and the clocks were striking thirteen. Winston "
+        "Smith, his "
+        "chin nuzzled into his breast to escape the vile wind, slipped quickly through. "
+    ) * 300
+    (cache / f"{hashlib.md5(BENCHY_BOOK.encode()).hexdigest()}.txt").write_text(
+        text, encoding="utf-8"
+    )
 
 
-def benchy_cmd(peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path) -> list[str]:
-    return [str(peers / "bin" / "llama-benchy"), "--base-url", url + "/v1", "--model", "synthetic",
-            "--tokenizer", tokenizer, "--pp", str(PROMPT_TOKENS), "--tg", str(tokens), "--runs", "1",
-            "--concurrency", str(streams), "--no-warmup", "--skip-coherence", "--latency-mode", "none",
-            "--book-url", BENCHY_BOOK, "--format", "json", "--save-result", str(out)]
+def benchy_cmd(
+    peers: Path, url: str, streams: int, tokens: int, tokenizer: str, out: Path
+) -> list[str]:
+    return [
+        str(peers / "bin" / "llama-benchy"),
+        "--base-url",
+        url + "/v1",
+        "--model",
+        "synthetic",
+        "--tokenizer",
+        tokenizer,
+        "--pp",
+        str(PROMPT_TOKENS),
+        "--tg",
+        str(tokens),
+        "--runs",
+        "1",
+        "--concurrency",
+        str(streams),
+        "--no-warmup",
+        "--skip-coherence",
+        "--latency-mode",
+        "none",
+        "--book-url",
+        BENCHY_BOOK,
+        "--format",
+        "json",
+        "--save-result",
+        str(out),
+    ]
 
 
 def benchy_read(out: Path) -> tuple[float | None, str]:
@@ -171,8 +267,16 @@ def benchy_read(out: Path) -> tuple[float | None, str]:
 
 # --- the run -------------------------------------------------------------------------------------
 
-def measure_point(tool: str, rate: float, streams: int, tokens: int, args, tmp: Path,
-                  startup_cpu: dict[str, float]) -> Run:
+
+def measure_point(
+    tool: str,
+    rate: float,
+    streams: int,
+    tokens: int,
+    args,
+    tmp: Path,
+    startup_cpu: dict[str, float],
+) -> Run:
     run = Run(tool=tool, rate=rate, streams=streams)
     server, url = start_server(rate)
     try:
@@ -183,11 +287,19 @@ def measure_point(tool: str, rate: float, streams: int, tokens: int, args, tmp: 
             done, cpu = run_child(rigbook_cmd(url, streams, tokens, out), {"PYTHONPATH": str(REPO)})
             reported, faults = rigbook_read(done, out)
         elif tool == "guidellm":
-            done, cpu = run_child(guidellm_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out))
-            reported, faults = guidellm_read(out) if out.exists() else (None, f"exit {done.returncode}")
+            done, cpu = run_child(
+                guidellm_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out)
+            )
+            reported, faults = (
+                guidellm_read(out) if out.exists() else (None, f"exit {done.returncode}")
+            )
         else:
-            done, cpu = run_child(benchy_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out))
-            reported, faults = benchy_read(out) if out.exists() else (None, f"exit {done.returncode}")
+            done, cpu = run_child(
+                benchy_cmd(args.peers_venv, url, streams, tokens, args.tokenizer, out)
+            )
+            reported, faults = (
+                benchy_read(out) if out.exists() else (None, f"exit {done.returncode}")
+            )
         if reported is None:
             run.note = (done.stderr or done.stdout)[-300:].replace("\n", " ")
         run.reported_tok_s, run.faults = reported, faults
@@ -201,16 +313,23 @@ def measure_point(tool: str, rate: float, streams: int, tokens: int, args, tmp: 
 
 
 def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
-    lines = ["| client | tok/s per request | streams | truth tok/s | reported tok/s | reported vs truth | "
-             "CPU µs/token | ceiling tok/s | faults |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| client | tok/s per request | streams | truth tok/s | reported tok/s "
+        "| reported vs truth | "
+        "CPU µs/token | ceiling tok/s | faults |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
         err = f"{r.error_pct:+.2f} %" if r.error_pct is not None else "-"
         us = r.us_per_token
-        lines.append(f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
-                     f"{r.reported_tok_s or 0:,.0f} | {err} | {us:.1f} | {1e6 / us:,.0f} | {r.faults or '-'} |"
-                     if us else
-                     f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
-                     f"{r.reported_tok_s or 0:,.0f} | {err} | - | - | {r.faults or r.note or '-'} |")
+        lines.append(
+            f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
+            f"{r.reported_tok_s or 0:,.0f} | {err} | {us:.1f} | {1e6 / us:,.0f} | "
+            f"{r.faults or '-'} |"
+            if us
+            else f"| {r.tool} | {r.rate:g} | {r.streams} | {r.truth_tok_s or 0:,.0f} | "
+            f"{r.reported_tok_s or 0:,.0f} | {err} | - | - | {r.faults or r.note or '-'} |"
+        )
     lines.append("")
     lines.append("Machine load (1, 5, 15 min averages) during the run: " + "; ".join(loads) + ".")
     lines += [f"Not run: {m}" for m in missing]
@@ -220,21 +339,29 @@ def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peers-venv", type=Path, default=Path("/work/cache/bench/peers"))
-    ap.add_argument("--tokenizer", default=None, help="a local tokenizer folder (tokenizer.json) for the peers")
+    ap.add_argument(
+        "--tokenizer", default=None, help="a local tokenizer folder (tokenizer.json) for the peers"
+    )
     ap.add_argument("--rates", default="10,40", help="per-request tok/s")
     ap.add_argument("--streams", default="1,4,64,256")
     ap.add_argument("--tokens", type=int, default=200, help="tokens per reply")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here too")
-    ap.add_argument("--peers", default="llama-benchy,guidellm", help="which peers to run beside rigbook")
+    ap.add_argument(
+        "--peers", default="llama-benchy,guidellm", help="which peers to run beside rigbook"
+    )
     args = ap.parse_args(argv)
     tools, missing = ["rigbook"], []
     peers_ok = args.peers_venv.is_dir() and (args.peers_venv / "bin" / "guidellm").exists()
     if not peers_ok:
-        missing.append(f"GuideLLM and llama-benchy: no peers venv at {args.peers_venv} "
-                       "(benchmarks/client/install_peers.sh makes one)")
+        missing.append(
+            f"GuideLLM and llama-benchy: no peers venv at {args.peers_venv} "
+            "(benchmarks/client/install_peers.sh makes one)"
+        )
     elif not args.tokenizer:
-        missing.append("GuideLLM and llama-benchy: no --tokenizer folder (both build prompts with one, "
-                       "and this machine cannot download one)")
+        missing.append(
+            "GuideLLM and llama-benchy: no --tokenizer folder (both build prompts with one, "
+            "and this machine cannot download one)"
+        )
     else:
         tools += [t for t in args.peers.split(",") if t]
     runs: list[Run] = []
@@ -243,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         seed_benchy_corpus()
         startup: dict[str, float] = {}
-        for tool in tools:  # one request of one token: the start-up and import cost, taken off every run
+        for (
+            tool
+        ) in tools:  # one request of one token: the start-up and import cost, taken off every run
             startup[tool] = measure_point(tool, 1000, 1, 1, args, tmp, {}).cpu_s
         for rate in (float(x) for x in args.rates.split(",")):
             for streams in (int(x) for x in args.streams.split(",")):
@@ -251,9 +380,14 @@ def main(argv: list[str] | None = None) -> int:
                 for tool in tools:
                     run = measure_point(tool, rate, streams, args.tokens, args, tmp, startup)
                     runs.append(run)
-                    print(f"{tool} rate {rate:g} streams {streams}: truth {run.truth_tok_s or 0:.0f}, "
-                          f"reported {run.reported_tok_s or 0:.0f}, {run.us_per_token or 0:.1f} µs/token "
-                          f"{run.faults}", flush=True)
+                    print(
+                        f"{tool} rate {rate:g} streams {streams}: "
+                        f"truth {run.truth_tok_s or 0:.0f}, "
+                        f"reported {run.reported_tok_s or 0:.0f}, "
+                        f"{run.us_per_token or 0:.1f} µs/token "
+                        f"{run.faults}",
+                        flush=True,
+                    )
     text = table(runs, loads, missing)
     print(text)
     if args.out:

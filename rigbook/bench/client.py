@@ -39,9 +39,21 @@ class RawRequest:
     arrived, ``usage[k]`` the cumulative ``completion_tokens`` it reported (-1: none) and
     ``reasoning[k]`` 1 when it carried reasoning rather than content."""
 
-    __slots__ = ("sent", "times", "usage", "reasoning", "done", "final_usage", "continuous",
-                 "finish_reason", "error", "prompt_tokens", "reasoning_tokens_reported", "cancelled",
-                 "reads")
+    __slots__ = (
+        "sent",
+        "times",
+        "usage",
+        "reasoning",
+        "done",
+        "final_usage",
+        "continuous",
+        "finish_reason",
+        "error",
+        "prompt_tokens",
+        "reasoning_tokens_reported",
+        "cancelled",
+        "reads",
+    )
 
     def __init__(self, sent: float | None = None) -> None:
         self.sent = _perf() if sent is None else sent
@@ -79,17 +91,31 @@ class Target:
 
     def request_bytes(self, body: bytes) -> bytes:
         """One POST with the JSON body; the server closes the connection after the reply."""
-        return (f"POST {self.path} HTTP/1.1\r\nHost: {self.host_header}\r\n"
-                f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii") + body
+        return (
+            f"POST {self.path} HTTP/1.1\r\nHost: {self.host_header}\r\n"
+            f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode("ascii") + body
 
 
 class _Stream(asyncio.Protocol):
     """One request's connection: parses the reply as it arrives and fills a RawRequest."""
 
-    def __init__(self, raw: RawRequest, request: bytes, finished: asyncio.Future, stall_s: float,
-                 reads: ReadWatch | None) -> None:
-        self.raw, self.request, self.finished, self.stall_s, self.watch = raw, request, finished, stall_s, reads
+    def __init__(
+        self,
+        raw: RawRequest,
+        request: bytes,
+        finished: asyncio.Future,
+        stall_s: float,
+        reads: ReadWatch | None,
+    ) -> None:
+        self.raw, self.request, self.finished, self.stall_s, self.watch = (
+            raw,
+            request,
+            finished,
+            stall_s,
+            reads,
+        )
         self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
         self.status = 0
@@ -106,7 +132,9 @@ class _Stream(asyncio.Protocol):
         # TTFT counts from the request going onto the wire, not from this client's queueing.
         self.raw.sent = self.last_read = now
         transport.write(self.request)  # type: ignore[attr-defined]
-        self.timer = asyncio.get_running_loop().call_at(_loop_time(now + self.stall_s), self._check_stall)
+        self.timer = asyncio.get_running_loop().call_at(
+            _loop_time(now + self.stall_s), self._check_stall
+        )
 
     def data_received(self, data: bytes) -> None:
         now = self.last_read = _perf()
@@ -214,7 +242,7 @@ def _loop_time(perf_t: float) -> float:
 
 
 def apply_event(raw: RawRequest, data: dict, now: float) -> None:
-    """Fold one parsed SSE event into ``raw``: a token-bearing event adds one entry to the arrays."""
+    """Fold one parsed SSE event into ``raw``: a token-bearing event adds one entry per array."""
     err = data.get("error")
     if err:
         raw.error = f"in_band_error: {err.get('message', err) if type(err) is dict else err}"
@@ -270,8 +298,14 @@ class ReadWatch:
             self.last = None
 
 
-async def stream_chat(target: Target, body: bytes, stall_timeout_s: float, raw: RawRequest,
-                      connect_timeout_s: float = 10.0, reads: ReadWatch | None = None) -> RawRequest:
+async def stream_chat(
+    target: Target,
+    body: bytes,
+    stall_timeout_s: float,
+    raw: RawRequest,
+    connect_timeout_s: float = 10.0,
+    reads: ReadWatch | None = None,
+) -> RawRequest:
     """Send one streaming chat request into ``raw``; never raises for a failed request, it says
     why in ``raw.error``. Cancelling it closes the connection and keeps what had arrived."""
     loop = asyncio.get_running_loop()
@@ -279,9 +313,14 @@ async def stream_chat(target: Target, body: bytes, stall_timeout_s: float, raw: 
     request = target.request_bytes(body)
     try:
         transport, _ = await asyncio.wait_for(
-            loop.create_connection(lambda: _Stream(raw, request, finished, stall_timeout_s, reads),
-                                   target.host, target.port, ssl=target.ssl),
-            connect_timeout_s)
+            loop.create_connection(
+                lambda: _Stream(raw, request, finished, stall_timeout_s, reads),
+                target.host,
+                target.port,
+                ssl=target.ssl,
+            ),
+            connect_timeout_s,
+        )
     except (OSError, asyncio.TimeoutError) as exc:
         raw.error = f"connect: {type(exc).__name__}: {exc}"
         raw.done = _perf()

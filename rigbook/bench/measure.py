@@ -32,20 +32,28 @@ class MeasureRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str = Field(description="Base URL of an OpenAI-compatible server (a trailing /v1 is dropped).")
-    model: str | None = Field(default=None, description="Model id; default: the first the server lists.")
+    url: str = Field(
+        description="Base URL of an OpenAI-compatible server (a trailing /v1 is dropped)."
+    )
+    model: str | None = Field(
+        default=None, description="Model id; default: the first the server lists."
+    )
     profile: str = "seed"
     concurrency: list[int] | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     requests: int | None = Field(default=None, ge=1, description="Burst mode: requests per level.")
-    duration_s: float | None = Field(default=None, gt=0, description="Sustained mode: seconds per level.")
+    duration_s: float | None = Field(
+        default=None, gt=0, description="Sustained mode: seconds per level."
+    )
     warmup: int | None = Field(default=None, ge=0)
     stall_timeout_s: float | None = Field(default=None, gt=0)
     recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
-    out: Path | None = Field(default=None,
-                             description="Result file; default RIGBOOK_HOME/results/bench-<time>.json.")
-    telemetry: bool = Field(default=True,
-                            description="Read the rig and GPU telemetry when the endpoint is local.")
+    out: Path | None = Field(
+        default=None, description="Result file; default RIGBOOK_HOME/results/bench-<time>.json."
+    )
+    telemetry: bool = Field(
+        default=True, description="Read the rig and GPU telemetry when the endpoint is local."
+    )
 
 
 class Verdict(BaseModel):
@@ -61,7 +69,7 @@ class Verdict(BaseModel):
 
 
 class Measurement(BaseModel):
-    """What :func:`measure` gives back: the result, where it and its journal were written, the verdict."""
+    """What :func:`measure` gives back: the result, where it and its journal went, the verdict."""
 
     result: BenchResult
     result_path: Path
@@ -70,17 +78,23 @@ class Measurement(BaseModel):
 
 
 def check_levels(levels: list[int]) -> list[int]:
-    """The concurrency levels, or ``E_INPUT`` for an empty list, a level below 1 or above the cap."""
+    """The levels, or ``E_INPUT`` for an empty list, a level below 1 or above the cap."""
     from rigbook.bench.scheduler import MAX_CONCURRENCY
 
     if not levels or any(c < 1 for c in levels):
-        raise InputError("E_INPUT", f"concurrency {levels!r} is not a list of positive integers",
-                         "Write e.g. --concurrency 1,4,8.")
+        raise InputError(
+            "E_INPUT",
+            f"concurrency {levels!r} is not a list of positive integers",
+            "Write e.g. --concurrency 1,4,8.",
+        )
     if max(levels) > MAX_CONCURRENCY:
-        raise InputError("E_INPUT", f"concurrency {max(levels)} is more streams than a bench holds "
-                         f"(at most {MAX_CONCURRENCY})",
-                         "Use fewer; `make bench-client` shows where this machine's client "
-                         "becomes the bottleneck.")
+        raise InputError(
+            "E_INPUT",
+            f"concurrency {max(levels)} is more streams than a bench holds "
+            f"(at most {MAX_CONCURRENCY})",
+            "Use fewer; `make bench-client` shows where this machine's client "
+            "becomes the bottleneck.",
+        )
     return levels
 
 
@@ -96,9 +110,12 @@ def _recipe_facts(ref: str | None) -> dict:
     if quant:
         extra["quant"] = quant
     source = recipe.engine_source
-    return {"recipe_revision": recipe.revision.no if recipe.revision else None, "extra": extra,
-            "recipe_engine": recipe.engine,
-            "recipe_engine_version": source.base_version if source else None}
+    return {
+        "recipe_revision": recipe.revision.no if recipe.revision else None,
+        "extra": extra,
+        "recipe_engine": recipe.engine,
+        "recipe_engine_version": source.base_version if source else None,
+    }
 
 
 def _rig_and_sampler(url: str, telemetry: bool):
@@ -134,51 +151,88 @@ def verdict_of(result: BenchResult, path: Path) -> Verdict | None:
     a cell not cut short with failed requests is ``E_BENCH_INVALID``."""
     if result.warmup and not result.cells:
         errors = [r.error or "" for r in result.warmup]
-        code = ("E_CONNECT" if all(e.startswith("connect") for e in errors)
-                else "E_HTTP" if all(e.startswith("http_") for e in errors) else "E_ENGINE_ERROR")
-        return Verdict(code=code, message=f"every warmup request failed; nothing was measured "
-                                          f"(result and journal written to {path})",
-                       details=[f"warmup request {r.index}: {r.error}" for r in result.warmup])
+        code = (
+            "E_CONNECT"
+            if all(e.startswith("connect") for e in errors)
+            else "E_HTTP"
+            if all(e.startswith("http_") for e in errors)
+            else "E_ENGINE_ERROR"
+        )
+        return Verdict(
+            code=code,
+            message=f"every warmup request failed; nothing was measured "
+            f"(result and journal written to {path})",
+            details=[f"warmup request {r.index}: {r.error}" for r in result.warmup],
+        )
     invalid = [c for c in result.cells if not c.valid and not c.cut_short]
     if not invalid:
         return None
-    return Verdict(code="E_BENCH_INVALID",
-                   message=f"{len(invalid)} of {len(result.cells)} cells had failed requests "
-                           f"(result written to {path})",
-                   details=[f"cell {c.index} (concurrency {c.concurrency}): {r}"
-                            for c in invalid for r in c.invalid_reasons])
+    return Verdict(
+        code="E_BENCH_INVALID",
+        message=f"{len(invalid)} of {len(result.cells)} cells had failed requests "
+        f"(result written to {path})",
+        details=[
+            f"cell {c.index} (concurrency {c.concurrency}): {r}"
+            for c in invalid
+            for r in c.invalid_reasons
+        ],
+    )
 
 
-async def measure_async(request: MeasureRequest, stop: asyncio.Event | None = None,
-                        progress: Progress | None = None) -> Measurement:
-    """Run a bench inside the caller's event loop; setting ``stop`` (an asyncio.Event) ends it early,
-    keeping what was measured (``cut_short``)."""
+async def measure_async(
+    request: MeasureRequest, stop: asyncio.Event | None = None, progress: Progress | None = None
+) -> Measurement:
+    """Run a bench inside the caller's event loop; setting ``stop`` (an asyncio.Event) ends it
+    early, keeping what was measured (``cut_short``)."""
     from rigbook.bench.journal import journal_path
     from rigbook.bench.profiles import get_profile
     from rigbook.bench.runner import BenchSpec, run_bench
     from rigbook.endpoint.url import base_url
 
     if request.requests is not None and request.duration_s is not None:
-        raise InputError("E_INPUT", "requests and duration exclude each other",
-                         "Use --requests N for burst mode or --duration S for sustained mode.")
+        raise InputError(
+            "E_INPUT",
+            "requests and duration exclude each other",
+            "Use --requests N for burst mode or --duration S for sustained mode.",
+        )
     if request.concurrency is not None:
         check_levels(request.concurrency)
     url = base_url(request.url)
     target = request.out or default_out()
-    spec = BenchSpec(url=url, model=request.model, profile=get_profile(request.profile),
-                     concurrency=request.concurrency, max_tokens=request.max_tokens,
-                     requests=request.requests, duration_s=request.duration_s, warmup=request.warmup,
-                     stall_timeout_s=request.stall_timeout_s,
-                     recipe_slug=request.recipe, out=target, **_recipe_facts(request.recipe))
+    spec = BenchSpec(
+        url=url,
+        model=request.model,
+        profile=get_profile(request.profile),
+        concurrency=request.concurrency,
+        max_tokens=request.max_tokens,
+        requests=request.requests,
+        duration_s=request.duration_s,
+        warmup=request.warmup,
+        stall_timeout_s=request.stall_timeout_s,
+        recipe_slug=request.recipe,
+        out=target,
+        **_recipe_facts(request.recipe),
+    )
     rig, rig_why, sampler = _rig_and_sampler(url, request.telemetry)
-    result = await run_bench(spec, rig=rig, rig_unavailable=rig_why, sampler=sampler,
-                             progress=progress, stop=stop or asyncio.Event())
-    return Measurement(result=result, result_path=target, journal_path=journal_path(target),
-                       verdict=verdict_of(result, target))
+    result = await run_bench(
+        spec,
+        rig=rig,
+        rig_unavailable=rig_why,
+        sampler=sampler,
+        progress=progress,
+        stop=stop or asyncio.Event(),
+    )
+    return Measurement(
+        result=result,
+        result_path=target,
+        journal_path=journal_path(target),
+        verdict=verdict_of(result, target),
+    )
 
 
-def measure(request: MeasureRequest, stop: threading.Event | None = None,
-            progress: Progress | None = None) -> Measurement:
+def measure(
+    request: MeasureRequest, stop: threading.Event | None = None, progress: Progress | None = None
+) -> Measurement:
     """Run a bench to the end in a fresh event loop and return what it measured.
 
     ``stop`` is a ``threading.Event`` so a signal handler, another thread or a test can set it;

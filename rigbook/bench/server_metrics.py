@@ -20,7 +20,11 @@ from rigbook.bench.result import ServerCounts
 # engine -> (generated tokens, prompt tokens, TTFT histogram or None), as each engine names them
 ENGINES: dict[str, tuple[str, str, str | None]] = {
     "vllm": ("vllm:generation_tokens", "vllm:prompt_tokens", "vllm:time_to_first_token_seconds"),
-    "sglang": ("sglang:generation_tokens", "sglang:prompt_tokens", "sglang:time_to_first_token_seconds"),
+    "sglang": (
+        "sglang:generation_tokens",
+        "sglang:prompt_tokens",
+        "sglang:time_to_first_token_seconds",
+    ),
     "llama.cpp": ("llamacpp:tokens_predicted", "llamacpp:prompt_tokens", None),
 }
 TOLERANCE = 0.01
@@ -59,11 +63,14 @@ def parse(text: str) -> Snapshot | None:
                     elif ttft and sample.name in (ttft + "_sum", ttft + "_count"):
                         values[sample.name] = values.get(sample.name, 0.0) + sample.value
         if found:
-            return Snapshot(engine=engine, generation_tokens=values.get(gen + "_total", 0.0),
-                            prompt_tokens=values.get(prompt + "_total"),
-                            ttft_buckets=sorted(buckets.items()),
-                            ttft_sum_s=values.get(f"{ttft}_sum") if ttft else None,
-                            ttft_count=values.get(f"{ttft}_count") if ttft else None)
+            return Snapshot(
+                engine=engine,
+                generation_tokens=values.get(gen + "_total", 0.0),
+                prompt_tokens=values.get(prompt + "_total"),
+                ttft_buckets=sorted(buckets.items()),
+                ttft_sum_s=values.get(f"{ttft}_sum") if ttft else None,
+                ttft_count=values.get(f"{ttft}_count") if ttft else None,
+            )
     return None
 
 
@@ -93,20 +100,31 @@ def _quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
             if math.isinf(bound):
                 return lower_bound
             width = count - lower_count
-            return lower_bound + (bound - lower_bound) * ((rank - lower_count) / width if width else 0.0)
+            return lower_bound + (bound - lower_bound) * (
+                (rank - lower_count) / width if width else 0.0
+            )
         lower_bound, lower_count = bound, count
     return None
 
 
-def compare(before: Snapshot | None, after: Snapshot | None, *, client_tokens: int,
-            client_prompt_tokens: int | None, judged: bool) -> ServerCounts | None:
+def compare(
+    before: Snapshot | None,
+    after: Snapshot | None,
+    *,
+    client_tokens: int,
+    client_prompt_tokens: int | None,
+    judged: bool,
+) -> ServerCounts | None:
     """The server's counts over a cell beside the client's; ``judged`` is False where the two
     cannot agree by design (a sustained window cuts streams the server goes on generating)."""
     if before is None or after is None or before.engine != after.engine:
         return None
     generated = after.generation_tokens - before.generation_tokens
-    prompt = (after.prompt_tokens - before.prompt_tokens
-              if after.prompt_tokens is not None and before.prompt_tokens is not None else None)
+    prompt = (
+        after.prompt_tokens - before.prompt_tokens
+        if after.prompt_tokens is not None and before.prompt_tokens is not None
+        else None
+    )
     diff = (client_tokens - generated) / generated if generated > 0 else None
     ttft_mean = ttft_p50 = ttft_n = None
     if after.ttft_count is not None and before.ttft_count is not None:
@@ -117,9 +135,19 @@ def compare(before: Snapshot | None, after: Snapshot | None, *, client_tokens: i
         delta = [(le, count - earlier.get(le, 0.0)) for le, count in after.ttft_buckets]
         p50 = _quantile(0.5, delta)
         ttft_p50 = 1000.0 * p50 if p50 is not None else None
-    mismatch = judged and (generated <= 0 and client_tokens > 0 or
-                           diff is not None and abs(diff) > TOLERANCE)
-    return ServerCounts(engine=after.engine, generation_tokens=generated, prompt_tokens=prompt,
-                        client_tokens=client_tokens, client_prompt_tokens=client_prompt_tokens,
-                        difference=diff, judged=judged, mismatch=mismatch,
-                        ttft_requests=ttft_n, ttft_ms_mean=ttft_mean, ttft_ms_p50=ttft_p50)
+    mismatch = judged and (
+        generated <= 0 and client_tokens > 0 or diff is not None and abs(diff) > TOLERANCE
+    )
+    return ServerCounts(
+        engine=after.engine,
+        generation_tokens=generated,
+        prompt_tokens=prompt,
+        client_tokens=client_tokens,
+        client_prompt_tokens=client_prompt_tokens,
+        difference=diff,
+        judged=judged,
+        mismatch=mismatch,
+        ttft_requests=ttft_n,
+        ttft_ms_mean=ttft_mean,
+        ttft_ms_p50=ttft_p50,
+    )

@@ -1,4 +1,4 @@
-"""ClientMonitor and W_CLIENT_BOUND both ways: a planted stall is caught, a clean run is not flagged."""
+"""ClientMonitor and W_CLIENT_BOUND both ways: a planted stall is caught, a clean run is not."""
 
 from __future__ import annotations
 
@@ -21,8 +21,16 @@ def url():
 
 
 def _run(url, tmp_path, progress=None):
-    request = MeasureRequest(url=url, model="synthetic", concurrency=[4], requests=8, max_tokens=30,
-                             warmup=0, out=tmp_path / "r.json", telemetry=False)
+    request = MeasureRequest(
+        url=url,
+        model="synthetic",
+        concurrency=[4],
+        requests=8,
+        max_tokens=30,
+        warmup=0,
+        out=tmp_path / "r.json",
+        telemetry=False,
+    )
     return measure(request, progress=progress).result
 
 
@@ -39,7 +47,9 @@ def test_a_planted_stall_is_caught(url, tmp_path):
     cell = result.cells[0]
     assert cell.client_bound and cell.client.loop_lag_worst_ms >= 250
     assert cell.client.worst_stall_cpu_ms < 50  # time.sleep blocks the loop without using a CPU
-    assert "stalled" in cell.client.reason and cell.client.stall_limit_ms == pytest.approx(25, rel=0.1)
+    assert "stalled" in cell.client.reason and cell.client.stall_limit_ms == pytest.approx(
+        25, rel=0.1
+    )
     assert result.perf_points == []
     assert any(w.startswith("W_CLIENT_BOUND: cell 0") for w in result.warnings)
 

@@ -20,14 +20,17 @@ from tests.bench.helpers import bench, start_synthetic
 
 @pytest.fixture(scope="module")
 def url():
-    proc, base = start_synthetic("--rate", "100", "--tokens-per-chunk", "1", "--stall-s", "1",
-                                 "--fault-every", "1")
+    proc, base = start_synthetic(
+        "--rate", "100", "--tokens-per-chunk", "1", "--stall-s", "1", "--fault-every", "1"
+    )
     yield base
     proc.terminate()
     proc.wait(10)
 
 
-def _raw(tokens: int, *, usage: bool = True, error: str | None = None, gap_s: float = 0.01) -> RawRequest:
+def _raw(
+    tokens: int, *, usage: bool = True, error: str | None = None, gap_s: float = 0.01
+) -> RawRequest:
     raw = RawRequest(sent=0.0)
     for k in range(tokens):
         event = {"choices": [{"delta": {"content": "x"}}]}
@@ -40,16 +43,23 @@ def _raw(tokens: int, *, usage: bool = True, error: str | None = None, gap_s: fl
 
 
 def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
-    """A client_bound or invalid status used to widen the table past 80 columns, hiding concurrency."""
+    """A client_bound or invalid status used to widen the table past 80 columns."""
     result = bench(url, tmp_path / "r.json", concurrency=[1], requests=1, max_tokens=5)
     cell = result.cells[0].model_copy(update={"concurrency": 4096})
-    cell = cell.model_copy(update={"metrics": cell.metrics.model_copy(update={"requests_ok": 4000,
-                                                                              "requests_failed": 96})})
+    cell = cell.model_copy(
+        update={
+            "metrics": cell.metrics.model_copy(update={"requests_ok": 4000, "requests_failed": 96})
+        }
+    )
     # The widest energy figure a GPU cell shows.
-    cell = cell.model_copy(update={"telemetry": cell.telemetry.model_copy(update={"energy_j_per_token": 12.345})})
-    cells = [cell.model_copy(update={"client_bound": True}),
-             cell.model_copy(update={"valid": False, "client_bound": True}),
-             cell.model_copy(update={"valid": False, "cut_short": True})]
+    cell = cell.model_copy(
+        update={"telemetry": cell.telemetry.model_copy(update={"energy_j_per_token": 12.345})}
+    )
+    cells = [
+        cell.model_copy(update={"client_bound": True}),
+        cell.model_copy(update={"valid": False, "client_bound": True}),
+        cell.model_copy(update={"valid": False, "cut_short": True}),
+    ]
     console = Console(width=80, record=True, file=open("/dev/null", "w"))
     console.print(result_table(result.model_copy(update={"cells": cells})))
     lines = console.export_text().splitlines()
@@ -64,8 +74,18 @@ def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, t
     """The server answers 200 and then errors in band: E_ENGINE_ERROR (not E_HTTP), and the
     failures are written, where before nothing was."""
     out = tmp_path / "r.json"
-    done = measure(MeasureRequest(url=url, model="synthetic-error", concurrency=[1], requests=1,
-                                  max_tokens=20, warmup=2, out=out, telemetry=False))
+    done = measure(
+        MeasureRequest(
+            url=url,
+            model="synthetic-error",
+            concurrency=[1],
+            requests=1,
+            max_tokens=20,
+            warmup=2,
+            out=out,
+            telemetry=False,
+        )
+    )
     assert done.verdict is not None and done.verdict.code == "E_ENGINE_ERROR"
     result = load_result(out)
     assert result.cells == [] and len(result.warmup) == 2
@@ -77,33 +97,68 @@ def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, t
 def test_a_dead_server_is_never_client_bound():
     """A cell whose every request failed streamed nothing: the client cannot have been the limit,
     however late its loop woke."""
-    failed = [to_record(RawRequest(sent=0.0), cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=10,
-                        hold_length=True) for i in range(4)]
+    failed = [
+        to_record(
+            RawRequest(sent=0.0),
+            cell=0,
+            index=i,
+            prompt_index=0,
+            t0=0.0,
+            max_tokens=10,
+            hold_length=True,
+        )
+        for i in range(4)
+    ]
     for r in failed:
         assert not r.ok
-    load = ClientLoad(loop_lag_ms=Distribution(n=1, max=500.0), loop_lag_worst_ms=500.0, cpu_s=1.0,
-                      wall_s=1.0, cpu_fraction=1.0, client_bound=False)
+    load = ClientLoad(
+        loop_lag_ms=Distribution(n=1, max=500.0),
+        loop_lag_worst_ms=500.0,
+        cpu_s=1.0,
+        wall_s=1.0,
+        cpu_fraction=1.0,
+        client_bound=False,
+    )
     assert judge_client(load, failed).client_bound is False
-    ok = [to_record(_raw(20), cell=0, index=0, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True)]
+    ok = [
+        to_record(
+            _raw(20), cell=0, index=0, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
+        )
+    ]
     assert judge_client(load, ok).client_bound is True
 
 
 def test_token_source_comes_from_the_requests_that_completed():
     """Connect failures carry no usage; they used to label the cell client_fallback."""
-    good = [to_record(_raw(20), cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True)
-            for i in range(3)]
+    good = [
+        to_record(
+            _raw(20), cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
+        )
+        for i in range(3)
+    ]
     refused = RawRequest(sent=0.0)
     refused.error = "connect: ConnectionRefusedError"
-    bad = to_record(refused, cell=0, index=3, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True)
+    bad = to_record(
+        refused, cell=0, index=3, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
+    )
     assert bad.token_source == "client_fallback"
-    cell = build_cell(index=0, mode="burst", concurrency=4, records=[*good, bad], requests_planned=4,
-                      duration_s=None, window=None, telemetry=CellTelemetry(available=False), client=None,
-                      cut_short=False)
+    cell = build_cell(
+        index=0,
+        mode="burst",
+        concurrency=4,
+        records=[*good, bad],
+        requests_planned=4,
+        duration_s=None,
+        window=None,
+        telemetry=CellTelemetry(available=False),
+        client=None,
+        cut_short=False,
+    )
     assert cell.token_count_source == "server_continuous" and not cell.valid
 
 
 def test_perf_points_say_which_rate_they_hold(url, tmp_path):
-    """At one request the aggregate includes TTFT; the point says so, beside the per-request rate."""
+    """At one request the aggregate includes TTFT; the point says so, beside the other rate."""
     from rigbook.bench.assemble import perf_point
 
     result = bench(url, tmp_path / "r.json", concurrency=[1], requests=1, max_tokens=40)
@@ -147,10 +202,21 @@ def test_energy_per_token_counts_only_the_token_window(url, tmp_path):
         if event == "request":
             time.sleep(0.2)
 
-    spec = BenchSpec(url=url, model="synthetic", profile=get_profile("seed"), concurrency=[4],
-                     duration_s=1.0, max_tokens=400, warmup=0, out=tmp_path / "r.json")
-    result = asyncio.run(run_bench(spec, rig=None, rig_unavailable="test", progress=slow,
-                                   sampler=Sampler(_OneWattReader())))
+    spec = BenchSpec(
+        url=url,
+        model="synthetic",
+        profile=get_profile("seed"),
+        concurrency=[4],
+        duration_s=1.0,
+        max_tokens=400,
+        warmup=0,
+        out=tmp_path / "r.json",
+    )
+    result = asyncio.run(
+        run_bench(
+            spec, rig=None, rig_unavailable="test", progress=slow, sampler=Sampler(_OneWattReader())
+        )
+    )
     cell = result.cells[0]
     assert len(cell.requests) >= 4
     # 1 W over a 1 s window is 1 J; 4 slow records would have added 0.8 J.

@@ -1,4 +1,4 @@
-"""The bench at scale: thousands of streams stop on a signal, and memory per stream stays bounded."""
+"""The bench at scale: thousands of streams stop on a signal; memory per stream stays bounded."""
 
 from __future__ import annotations
 
@@ -30,13 +30,34 @@ def slow_url():
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_4000_stream_cell_stops_on_a_signal_within_seconds(slow_url, tmp_path, sig):
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "bench", slow_url, "--model", "synthetic",
-                             "--concurrency", "4000", "--max-tokens", "2000", "--warmup", "0",
-                             "--out", str(out), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "bench",
+            slow_url,
+            "--model",
+            "synthetic",
+            "--concurrency",
+            "4000",
+            "--max-tokens",
+            "2000",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     journal = out.with_name("r.journal.jsonl")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (journal.exists() and "cell_start" in journal.read_text()):
+    while time.monotonic() < deadline and not (
+        journal.exists() and "cell_start" in journal.read_text()
+    ):
         time.sleep(0.2)
     time.sleep(3.0)  # thousands of streams open and reading
     sent = time.monotonic()
@@ -48,7 +69,11 @@ def test_a_4000_stream_cell_stops_on_a_signal_within_seconds(slow_url, tmp_path,
     summary = json.loads(stdout)
     assert summary["cut_short"] is True
     result = load_result(out)
-    assert result.conditions.cut_short and result.cells[0].cut_short and result.cells[0].concurrency == 4000
+    assert (
+        result.conditions.cut_short
+        and result.cells[0].cut_short
+        and result.cells[0].concurrency == 4000
+    )
 
 
 def test_4096_streams_of_2000_tokens_stay_well_under_a_gigabyte():
@@ -60,16 +85,24 @@ def test_4096_streams_of_2000_tokens_stay_well_under_a_gigabyte():
     for _ in range(4096):
         raw = RawRequest(sent=0.0)
         # The first event through the parser, the rest straight into the arrays it fills.
-        apply_event(raw, {"choices": [{"delta": {"content": "tok "}}],
-                          "usage": {"prompt_tokens": 9, "completion_tokens": 1}}, times[0])
+        apply_event(
+            raw,
+            {
+                "choices": [{"delta": {"content": "tok "}}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 1},
+            },
+            times[0],
+        )
         raw.times.extend(times[1:])
         raw.usage.extend(usage[1:])
         raw.reasoning.extend(bytes(1999))
         raw.finish_reason, raw.done = "length", 20.1
         raws.append(raw)
     streaming_peak = tracemalloc.get_traced_memory()[1]
-    records = [to_record(r, cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=2000, hold_length=True)
-               for i, r in enumerate(raws)]
+    records = [
+        to_record(r, cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=2000, hold_length=True)
+        for i, r in enumerate(raws)
+    ]
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert all(r.ok and r.output_tokens == 2000 for r in records)

@@ -1,4 +1,4 @@
-"""The server-side cross-check: engine counters read around each cell, against the synthetic server."""
+"""The server-side cross-check: engine counters read around each cell, on the synthetic server."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from rigbook.bench.synthetic_server import Counters
 from tests.bench.helpers import start_synthetic
 
 
-@pytest.mark.parametrize("flavor, engine, histogram", [("vllm", "vllm", True), ("sglang", "sglang", True),
-                                                      ("llamacpp", "llama.cpp", False)])
+@pytest.mark.parametrize(
+    "flavor, engine, histogram",
+    [("vllm", "vllm", True), ("sglang", "sglang", True), ("llamacpp", "llama.cpp", False)],
+)
 def test_each_engines_counter_names_are_read(flavor, engine, histogram):
     counters = Counters()
     before = parse(counters.render(flavor).decode())
@@ -30,12 +32,18 @@ def test_each_engines_counter_names_are_read(flavor, engine, histogram):
         assert 20.0 <= counts.ttft_ms_p50 <= 40.0  # interpolated inside the (20, 40] ms bucket
     else:
         assert counts.ttft_requests is None and counts.ttft_ms_p50 is None
-    assert compare(before, after, client_tokens=118, client_prompt_tokens=None, judged=True).mismatch
-    assert not compare(before, after, client_tokens=118, client_prompt_tokens=None, judged=False).mismatch
+    assert compare(
+        before, after, client_tokens=118, client_prompt_tokens=None, judged=True
+    ).mismatch
+    assert not compare(
+        before, after, client_tokens=118, client_prompt_tokens=None, judged=False
+    ).mismatch
 
 
 def test_a_page_without_engine_counters_is_no_cross_check():
-    assert parse("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n") is None
+    assert (
+        parse("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n") is None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +55,18 @@ def url():
 
 
 def test_the_servers_count_sits_beside_the_clients(url, tmp_path):
-    done = measure(MeasureRequest(url=url, model="synthetic", concurrency=[1, 3], requests=3,
-                                  max_tokens=60, warmup=0, out=tmp_path / "r.json", telemetry=False))
+    done = measure(
+        MeasureRequest(
+            url=url,
+            model="synthetic",
+            concurrency=[1, 3],
+            requests=3,
+            max_tokens=60,
+            warmup=0,
+            out=tmp_path / "r.json",
+            telemetry=False,
+        )
+    )
     for cell in done.result.cells:
         server = cell.server
         assert server is not None and server.engine == "vllm" and server.judged
@@ -64,14 +82,31 @@ def test_tokens_the_client_did_not_see_mark_the_cell(url, tmp_path):
 
     def intrude(event: str, data: dict) -> None:
         if event == "cell":
-            body = {"model": "synthetic", "max_tokens": 30, "stream": True,
-                    "messages": [{"role": "user", "content": "hi"}]}
-            t = threading.Thread(target=lambda: httpx.post(url + "/v1/chat/completions", json=body, timeout=30))
+            body = {
+                "model": "synthetic",
+                "max_tokens": 30,
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+            t = threading.Thread(
+                target=lambda: httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+            )
             t.start()
             others.append(t)
 
-    done = measure(MeasureRequest(url=url, model="synthetic", concurrency=[1], requests=1, max_tokens=120,
-                                  warmup=0, out=tmp_path / "r.json", telemetry=False), progress=intrude)
+    done = measure(
+        MeasureRequest(
+            url=url,
+            model="synthetic",
+            concurrency=[1],
+            requests=1,
+            max_tokens=120,
+            warmup=0,
+            out=tmp_path / "r.json",
+            telemetry=False,
+        ),
+        progress=intrude,
+    )
     for t in others:
         t.join()
     server = done.result.cells[0].server
