@@ -24,35 +24,62 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
     prompt = [r.prompt_tokens for r in cell.requests if r.ok and r.prompt_tokens]
     pc = PerfConditions(
         sampling=Sampling(temperature=p.temperature, top_p=p.top_p),
-        reply_tokens=p.max_tokens, reply_length_held=p.reply_length_held, thinking=p.thinking,
-        token_count_source=cell.token_count_source, bench_tool=cond.bench_tool, bench_tool_version=__version__,
-        workload=p.workload, gpu_count=len(names), card=_one(names) if names else None,
+        reply_tokens=p.max_tokens,
+        reply_length_held=p.reply_length_held,
+        thinking=p.thinking,
+        token_count_source=cell.token_count_source,
+        bench_tool=cond.bench_tool,
+        bench_tool_version=__version__,
+        workload=p.workload,
+        gpu_count=len(names),
+        card=_one(names) if names else None,
         power_limit_w_per_gpu=_one(limits) if limits else None,
-        engine=cond.engine, engine_version=cond.engine_version,
-        quant=extra.get("quant"), kv_cache_dtype=extra.get("kv_cache_dtype"),
+        engine=cond.engine,
+        engine_version=cond.engine_version,
+        quant=extra.get("quant"),
+        kv_cache_dtype=extra.get("kv_cache_dtype"),
         speculative_method=extra.get("speculative_method"),
         energy_j_per_token=cell.telemetry.energy_j_per_token,
         rate_definition="aggregate_with_ttft",
     )
     return PerfPoint(
         context_len=int(statistics.median(prompt)) if prompt else None,
-        prefill_tok_s=m.prefill_tok_s.p50, decode_tok_s=m.aggregate_tok_s, ttft_ms=m.ttft_ms.p50,
-        concurrency=cell.concurrency, claimed_by="measured",
-        notes=(f"rigbook {cell.mode}, profile {p.name} v{p.version}, {m.requests_ok} requests at concurrency "
-               f"{cell.concurrency}; decode_tok_s is their aggregate from the first send to the last token "
-               f"(TTFT included); per_request_decode_tok_s_median is one request's rate after its first "
-               f"token; context_len is the median prompt length"),
+        prefill_tok_s=m.prefill_tok_s.p50,
+        decode_tok_s=m.aggregate_tok_s,
+        ttft_ms=m.ttft_ms.p50,
+        concurrency=cell.concurrency,
+        claimed_by="measured",
+        notes=(
+            f"rigbook {cell.mode}, profile {p.name} v{p.version}, {m.requests_ok} requests at concurrency "
+            f"{cell.concurrency}; decode_tok_s is their aggregate from the first send to the last token "
+            f"(TTFT included); per_request_decode_tok_s_median is one request's rate after its first "
+            f"token; context_len is the median prompt length"
+        ),
         per_request_decode_tok_s_median=m.per_request_decode_tok_s.p50,
         conditions=pc,
     )
 
 
-def assemble(cond: Conditions, cells: list[Cell], telemetry: RunTelemetry, *, warnings: list[str],
-             journal: str | None, extra: dict | None = None,
-             warmup: list[RequestRecord] | None = None) -> BenchResult:
+def assemble(
+    cond: Conditions,
+    cells: list[Cell],
+    telemetry: RunTelemetry,
+    *,
+    warnings: list[str],
+    journal: str | None,
+    extra: dict | None = None,
+    warmup: list[RequestRecord] | None = None,
+) -> BenchResult:
     """The hashed result. Invalid or client-bound cells are kept but never become perf points.
     Warmup records are kept only when none succeeded: they are then the only evidence."""
     points = [perf_point(c, cond, extra or {}) for c in cells if c.valid and not c.client_bound]
     failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
-    return BenchResult(conditions=cond, cells=cells, perf_points=points, telemetry=telemetry,
-                       warnings=warnings, journal=journal, warmup=failed_warmup).with_hash()
+    return BenchResult(
+        conditions=cond,
+        cells=cells,
+        perf_points=points,
+        telemetry=telemetry,
+        warnings=warnings,
+        journal=journal,
+        warmup=failed_warmup,
+    ).with_hash()

@@ -23,7 +23,14 @@ from pydantic import ValidationError
 
 from rigbook.bench.assemble import assemble
 from rigbook.bench.metrics import build_cell
-from rigbook.bench.result import BenchResult, Cell, CellTelemetry, Conditions, RequestRecord, RunTelemetry
+from rigbook.bench.result import (
+    BenchResult,
+    Cell,
+    CellTelemetry,
+    Conditions,
+    RequestRecord,
+    RunTelemetry,
+)
 from rigbook.errors import InputError
 
 
@@ -93,7 +100,9 @@ class Journal:
 
 
 def _line(kind: str, payload: dict) -> bytes:
-    body = {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in payload.items()}
+    body = {
+        k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in payload.items()
+    }
     return orjson.dumps({"type": kind, **body}) + b"\n"
 
 
@@ -103,7 +112,9 @@ def rebuild(path: Path | str) -> BenchResult:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise InputError("E_RESULT_INVALID", f"cannot read journal {path}: {exc.strerror or exc}") from exc
+        raise InputError(
+            "E_RESULT_INVALID", f"cannot read journal {path}: {exc.strerror or exc}"
+        ) from exc
     events = []
     for n, line in enumerate(lines, 1):
         try:
@@ -113,7 +124,11 @@ def rebuild(path: Path | str) -> BenchResult:
                 break
             raise InputError("E_RESULT_INVALID", f"{path}:{n} is not JSON") from None
     if not events or events[0].get("type") != "start":
-        raise InputError("E_RESULT_INVALID", f"{path} does not start with a journal header", "Give a *.journal.jsonl file rigbook bench wrote.")
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path} does not start with a journal header",
+            "Give a *.journal.jsonl file rigbook bench wrote.",
+        )
     try:
         cond = Conditions.model_validate(events[0]["conditions"])
         extra = events[0].get("extra") or {}
@@ -135,7 +150,9 @@ def rebuild(path: Path | str) -> BenchResult:
             elif kind == "end":
                 finished = True
     except (ValidationError, KeyError) as exc:
-        raise InputError("E_RESULT_INVALID", f"{path} has a malformed journal entry: {exc}") from exc
+        raise InputError(
+            "E_RESULT_INVALID", f"{path} has a malformed journal entry: {exc}"
+        ) from exc
     cells = []
     for index in sorted(starts):
         recs = sorted(requests.get(index, []), key=lambda r: r.index)
@@ -143,14 +160,30 @@ def rebuild(path: Path | str) -> BenchResult:
             cells.append(ends[index].model_copy(update={"requests": recs}))
             continue
         s = starts[index]
-        cells.append(build_cell(
-            index=index, mode=s["mode"], concurrency=s["concurrency"], records=recs,
-            requests_planned=s.get("requests_planned"), duration_s=s.get("duration_s"), window=None,
-            telemetry=CellTelemetry(available=False, reason="lost: the run was killed before this cell ended"),
-            client=None, cut_short=True,
-        ))
+        cells.append(
+            build_cell(
+                index=index,
+                mode=s["mode"],
+                concurrency=s["concurrency"],
+                records=recs,
+                requests_planned=s.get("requests_planned"),
+                duration_s=s.get("duration_s"),
+                window=None,
+                telemetry=CellTelemetry(
+                    available=False, reason="lost: the run was killed before this cell ended"
+                ),
+                client=None,
+                cut_short=True,
+            )
+        )
     cut = cond.cut_short or not finished
     cond = cond.model_copy(update={"cut_short": cut})
     warnings = ["W_CUT_SHORT: rebuilt from the journal of a run that did not finish"] if cut else []
-    return assemble(cond, cells, RunTelemetry(available=False, reason="rebuilt from the journal; run totals lost"),
-                    warnings=warnings, journal=path.name, extra=extra)
+    return assemble(
+        cond,
+        cells,
+        RunTelemetry(available=False, reason="rebuilt from the journal; run totals lost"),
+        warnings=warnings,
+        journal=path.name,
+        extra=extra,
+    )

@@ -20,7 +20,12 @@ from rigbook.bench.result import (
 )
 
 # Weakest last: a cell reports the weakest source any of its requests used.
-_SOURCE_ORDER: list[TokenSource] = ["server_continuous", "server_final", "client_length", "client_fallback"]
+_SOURCE_ORDER: list[TokenSource] = [
+    "server_continuous",
+    "server_final",
+    "client_length",
+    "client_fallback",
+]
 
 
 def percentile(values, q: float) -> float:
@@ -30,17 +35,27 @@ def percentile(values, q: float) -> float:
 
 def distribution(values) -> Distribution:
     """n, mean, min, p10, p50, p90, p99, max of ``values`` (all null when empty)."""
-    vals = np.asarray([v for v in values if v is not None] if isinstance(values, list) else values,
-                      dtype=float)
+    vals = np.asarray(
+        [v for v in values if v is not None] if isinstance(values, list) else values, dtype=float
+    )
     if vals.size == 0:
         return Distribution()
     p10, p50, p90, p99 = np.percentile(vals, [10, 50, 90, 99])
-    return Distribution(n=int(vals.size), mean=float(vals.mean()), min=float(vals.min()),
-                        max=float(vals.max()), p10=float(p10), p50=float(p50), p90=float(p90),
-                        p99=float(p99))
+    return Distribution(
+        n=int(vals.size),
+        mean=float(vals.mean()),
+        min=float(vals.min()),
+        max=float(vals.max()),
+        p10=float(p10),
+        p50=float(p50),
+        p90=float(p90),
+        p99=float(p99),
+    )
 
 
-def attribute_tokens(raw: RawRequest, max_tokens: int | None = None) -> tuple[TokenSource, np.ndarray]:
+def attribute_tokens(
+    raw: RawRequest, max_tokens: int | None = None
+) -> tuple[TokenSource, np.ndarray]:
     """The tokens each token-bearing event carried, and the source the counts came from."""
     n = raw.events
     total = (raw.final_usage or {}).get("completion_tokens")
@@ -65,13 +80,24 @@ def attribute_tokens(raw: RawRequest, max_tokens: int | None = None) -> tuple[To
     return "client_fallback", np.ones(n)
 
 
-def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: float, max_tokens: int,
-              hold_length: bool, window: tuple[float, float] | None = None) -> RequestRecord:
+def to_record(
+    raw: RawRequest,
+    *,
+    cell: int,
+    index: int,
+    prompt_index: int,
+    t0: float,
+    max_tokens: int,
+    hold_length: bool,
+    window: tuple[float, float] | None = None,
+) -> RequestRecord:
     """One request's record; ``t0`` is the cell start on the same clock as ``raw``."""
     source, tokens = attribute_tokens(raw, max_tokens)
     n = raw.events
     times = np.frombuffer(raw.times, dtype=float) if n else np.zeros(0)
-    is_reasoning = np.frombuffer(bytes(raw.reasoning), dtype=np.uint8).astype(bool) if n else np.zeros(0, bool)
+    is_reasoning = (
+        np.frombuffer(bytes(raw.reasoning), dtype=np.uint8).astype(bool) if n else np.zeros(0, bool)
+    )
     output = float(tokens.sum())
     reasoning = raw.reasoning_tokens_reported
     if reasoning is None:
@@ -81,10 +107,14 @@ def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: 
     if error is None and not cut:
         counted_short = round(output) < max_tokens
         if not n:
-            error = (f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); "
-                     "a server that serves one request at a time may have dropped it")
+            error = (
+                f"empty: the stream closed without a token (finish_reason {raw.finish_reason}); "
+                "a server that serves one request at a time may have dropped it"
+            )
         elif hold_length and counted_short:
-            error = f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
+            error = (
+                f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
+            )
     first = float(times[0]) if n else None
     last = float(times[-1]) if n else None
     content = np.flatnonzero(~is_reasoning)
@@ -107,12 +137,27 @@ def to_record(raw: RawRequest, *, cell: int, index: int, prompt_index: int, t0: 
         return None if t is None else t - t0
 
     return RequestRecord(
-        cell=cell, index=index, prompt_index=prompt_index, sent_s=raw.sent - t0,
-        first_token_s=rel(first), first_content_s=rel(first_content), last_token_s=rel(last),
-        done_s=rel(raw.done), prompt_tokens=raw.prompt_tokens, output_tokens=round(output),
-        reasoning_tokens=round(reasoning), first_chunk_tokens=float(tokens[0]) if n else 0.0, chunks=n,
-        token_source=source, finish_reason=raw.finish_reason, ok=error is None, error=error,
-        cut_at_window=cut, decode_tok_s=decode, itl_ms_mean=itl_mean, itl_ms=distribution(gaps),
+        cell=cell,
+        index=index,
+        prompt_index=prompt_index,
+        sent_s=raw.sent - t0,
+        first_token_s=rel(first),
+        first_content_s=rel(first_content),
+        last_token_s=rel(last),
+        done_s=rel(raw.done),
+        prompt_tokens=raw.prompt_tokens,
+        output_tokens=round(output),
+        reasoning_tokens=round(reasoning),
+        first_chunk_tokens=float(tokens[0]) if n else 0.0,
+        chunks=n,
+        token_source=source,
+        finish_reason=raw.finish_reason,
+        ok=error is None,
+        error=error,
+        cut_at_window=cut,
+        decode_tok_s=decode,
+        itl_ms_mean=itl_mean,
+        itl_ms=distribution(gaps),
         window_tokens=window_tokens,
     )
 
@@ -130,9 +175,19 @@ def concurrency_reached(records: list[RequestRecord]) -> int:
     return peak
 
 
-def build_cell(*, index: int, mode: str, concurrency: int, records: list[RequestRecord],
-               requests_planned: int | None, duration_s: float | None, window: tuple[float, float] | None,
-               telemetry: CellTelemetry, client: ClientLoad | None, cut_short: bool) -> Cell:
+def build_cell(
+    *,
+    index: int,
+    mode: str,
+    concurrency: int,
+    records: list[RequestRecord],
+    requests_planned: int | None,
+    duration_s: float | None,
+    window: tuple[float, float] | None,
+    telemetry: CellTelemetry,
+    client: ClientLoad | None,
+    cut_short: bool,
+) -> Cell:
     """A cell from its requests. Any failed request makes the cell invalid; it is then never a perf point.
 
     ``window`` (relative to the cell start) is the sustained measurement window; burst cells
@@ -160,30 +215,55 @@ def build_cell(*, index: int, mode: str, concurrency: int, records: list[Request
     aggregate = tokens / span if span and span > 0 else None
     ttft = [1000.0 * (r.first_token_s - r.sent_s) for r in done if r.first_token_s is not None]
     ttfct = [1000.0 * (r.first_content_s - r.sent_s) for r in done if r.first_content_s is not None]
-    prefill = [r.prompt_tokens / (r.first_token_s - r.sent_s) for r in done
-               if r.prompt_tokens and r.first_token_s is not None and r.first_token_s > r.sent_s]
+    prefill = [
+        r.prompt_tokens / (r.first_token_s - r.sent_s)
+        for r in done
+        if r.prompt_tokens and r.first_token_s is not None and r.first_token_s > r.sent_s
+    ]
     # The requests that count say where their tokens came from; a failed one that got no usage
     # (a refused connection) says nothing about how the server counts.
     sources = {r.token_source for r in done}
     source = max(sources, key=_SOURCE_ORDER.index) if sources else None
     metrics = CellMetrics(
-        per_request_decode_tok_s=distribution([r.decode_tok_s for r in done if r.decode_tok_s is not None]),
+        per_request_decode_tok_s=distribution(
+            [r.decode_tok_s for r in done if r.decode_tok_s is not None]
+        ),
         aggregate_tok_s=aggregate,
-        ttft_ms=distribution(ttft), ttfct_ms=distribution(ttfct),
+        ttft_ms=distribution(ttft),
+        ttfct_ms=distribution(ttfct),
         itl_ms=distribution([r.itl_ms_mean for r in done if r.itl_ms_mean is not None]),
-        itl_ms_worst_p99=max((r.itl_ms.p99 for r in done if r.itl_ms.p99 is not None), default=None),
+        itl_ms_worst_p99=max(
+            (r.itl_ms.p99 for r in done if r.itl_ms.p99 is not None), default=None
+        ),
         prefill_tok_s=distribution(prefill),
         output_tokens=distribution([r.output_tokens for r in done]),
         concurrency_reached=concurrency_reached(records),
-        requests_ok=len(done), requests_failed=len(failed), window_s=span, tokens_in_window=tokens,
+        requests_ok=len(done),
+        requests_failed=len(failed),
+        window_s=span,
+        tokens_in_window=tokens,
     )
     if telemetry.available and telemetry.energy_j_total is not None and tokens:
-        telemetry = telemetry.model_copy(update={"energy_j_per_token": telemetry.energy_j_total / tokens})
+        telemetry = telemetry.model_copy(
+            update={"energy_j_per_token": telemetry.energy_j_total / tokens}
+        )
     if telemetry.available and telemetry.power_draw_w_total_mean and aggregate:
-        telemetry = telemetry.model_copy(update={"tok_s_per_w": aggregate / telemetry.power_draw_w_total_mean})
+        telemetry = telemetry.model_copy(
+            update={"tok_s_per_w": aggregate / telemetry.power_draw_w_total_mean}
+        )
     return Cell(
-        index=index, mode=mode, concurrency=concurrency, requests_planned=requests_planned, duration_s=duration_s,
-        token_count_source=source, valid=not reasons, invalid_reasons=reasons,
-        client_bound=bool(client and client.client_bound), cut_short=cut_short,
-        metrics=metrics, client=client, telemetry=telemetry, requests=records,
+        index=index,
+        mode=mode,
+        concurrency=concurrency,
+        requests_planned=requests_planned,
+        duration_s=duration_s,
+        token_count_source=source,
+        valid=not reasons,
+        invalid_reasons=reasons,
+        client_bound=bool(client and client.client_bound),
+        cut_short=cut_short,
+        metrics=metrics,
+        client=client,
+        telemetry=telemetry,
+        requests=records,
     )

@@ -28,8 +28,15 @@ class LiveProgress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                           TextColumn("{task.fields[note]}"), console=_err, transient=False)
+        self._p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=_err,
+            transient=False,
+        )
         self._task = None
 
     def __enter__(self) -> LiveProgress:
@@ -49,23 +56,36 @@ class LiveProgress:
             self._task = self._p.add_task(label, total=data["total"], note="")
         elif event == "request" and self._task is not None:
             rec = data["record"]
-            note = f"{_f(rec.decode_tok_s)} tok/s" if rec.ok else f"[red]{(rec.error or '')[:40]}[/]"
+            note = (
+                f"{_f(rec.decode_tok_s)} tok/s" if rec.ok else f"[red]{(rec.error or '')[:40]}[/]"
+            )
             self._p.update(self._task, advance=1, note=note)
         elif event == "cell_done" and self._task is not None:
             cell = data["cell"]
             state = "valid" if cell.valid else "[red]invalid[/]"
-            self._p.update(self._task, note=f"{_f(cell.metrics.aggregate_tok_s)} tok/s aggregate, {state}")
+            self._p.update(
+                self._task, note=f"{_f(cell.metrics.aggregate_tok_s)} tok/s aggregate, {state}"
+            )
 
 
 # Status words short enough for the table to fit 80 columns whatever the status; the legend
 # under the table spells them out.
-STATUS_LEGEND = {"valid": "valid", "invalid": "failed requests", "client": "client_bound: the client may "
-                 "have set the pace", "cut": "cut short by a signal", "count": "W_SERVER_COUNT"}
+STATUS_LEGEND = {
+    "valid": "valid",
+    "invalid": "failed requests",
+    "client": "client_bound: the client may have set the pace",
+    "cut": "cut short by a signal",
+    "count": "W_SERVER_COUNT",
+}
 
 
 # Token-count sources in five characters: where the counts came from.
-_SOURCE_WORDS = {"server_continuous": "usage", "server_final": "final", "client_length": "len",
-                 "client_fallback": "chunk"}
+_SOURCE_WORDS = {
+    "server_continuous": "usage",
+    "server_final": "final",
+    "client_length": "len",
+    "client_fallback": "chunk",
+}
 
 
 def cell_status(cell) -> str:
@@ -87,22 +107,47 @@ def result_table(result: BenchResult) -> Table:
     c0 = result.conditions
     # Two-line headers, a light box, one-word statuses and no energy column without energy keep the
     # table inside 80 characters.
-    t = Table(title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}; "
-                    "times in ms", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    t = Table(
+        title=f"{c0.model} @ {c0.url} — {c0.mode}, profile {c0.profile.name} v{c0.profile.version}; "
+        "times in ms",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+    )
     energy = any(c.telemetry.energy_j_per_token is not None for c in result.cells)
-    columns = ["C", "agg\ntok/s", "req\np50", "req\np10", "req\np90", "TTFT\np50", "TTFT\np99", "ITL",
-               "fail", "count", *(["J/tok"] if energy else []), "status"]
+    columns = [
+        "C",
+        "agg\ntok/s",
+        "req\np50",
+        "req\np10",
+        "req\np90",
+        "TTFT\np50",
+        "TTFT\np99",
+        "ITL",
+        "fail",
+        "count",
+        *(["J/tok"] if energy else []),
+        "status",
+    ]
     for col in columns:
         t.add_column(col, justify="left" if col in ("count", "status") else "right", no_wrap=True)
     for c in result.cells:
         m = c.metrics
         status = cell_status(c)
-        t.add_row(str(c.concurrency), _n(m.aggregate_tok_s), _n(m.per_request_decode_tok_s.p50),
-                  _n(m.per_request_decode_tok_s.p10), _n(m.per_request_decode_tok_s.p90), _n(m.ttft_ms.p50),
-                  _n(m.ttft_ms.p99), _n(m.itl_ms.p50), str(m.requests_failed),
-                  _SOURCE_WORDS.get(c.token_count_source or "", "-"),
-                  *([_f(c.telemetry.energy_j_per_token, "{:.2f}")] if energy else []),
-                  status if status == "valid" else f"[red]{status}[/]")
+        t.add_row(
+            str(c.concurrency),
+            _n(m.aggregate_tok_s),
+            _n(m.per_request_decode_tok_s.p50),
+            _n(m.per_request_decode_tok_s.p10),
+            _n(m.per_request_decode_tok_s.p90),
+            _n(m.ttft_ms.p50),
+            _n(m.ttft_ms.p99),
+            _n(m.itl_ms.p50),
+            str(m.requests_failed),
+            _SOURCE_WORDS.get(c.token_count_source or "", "-"),
+            *([_f(c.telemetry.energy_j_per_token, "{:.2f}")] if energy else []),
+            status if status == "valid" else f"[red]{status}[/]",
+        )
     return t
 
 
@@ -118,7 +163,9 @@ def render_result(result: BenchResult, path: Path) -> None:
     for line in status_legend(result):
         _err.print(line, highlight=False)
     for w in result.warnings:
-        _err.print(f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False)
+        _err.print(
+            f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False
+        )
     if not result.telemetry.available:
         _err.print(f"telemetry: unavailable ({result.telemetry.reason})", highlight=False)
     print(path)

@@ -53,41 +53,77 @@ class RequestRecord(Model):
     prompt_index: int
     warmup: bool = False
     sent_s: float
-    first_token_s: float | None = Field(default=None, description="First streamed token of any kind (reasoning or content).")
-    first_content_s: float | None = Field(default=None, description="First content token (after any reasoning).")
+    first_token_s: float | None = Field(
+        default=None, description="First streamed token of any kind (reasoning or content)."
+    )
+    first_content_s: float | None = Field(
+        default=None, description="First content token (after any reasoning)."
+    )
     last_token_s: float | None = None
-    done_s: float | None = Field(default=None, description="Stream closed (or was cut at the window edge).")
+    done_s: float | None = Field(
+        default=None, description="Stream closed (or was cut at the window edge)."
+    )
     prompt_tokens: int | None = None
-    output_tokens: int = Field(default=0, description="Reasoning plus content tokens, as counted by token_source.")
+    output_tokens: int = Field(
+        default=0, description="Reasoning plus content tokens, as counted by token_source."
+    )
     reasoning_tokens: int = 0
-    first_chunk_tokens: float = Field(default=0.0, description="Tokens the first token-bearing chunk carried (fractional when only the final usage is known).")
+    first_chunk_tokens: float = Field(
+        default=0.0,
+        description="Tokens the first token-bearing chunk carried (fractional when only the final usage is known).",
+    )
     chunks: int = Field(default=0, description="Token-bearing chunks received.")
     token_source: TokenSource
     finish_reason: str | None = None
     ok: bool
-    error: str | None = Field(default=None, description="Why the request failed: error kind and detail.")
-    cut_at_window: bool = Field(default=False, description="Sustained mode: stream still running at the window's end.")
-    decode_tok_s: float | None = Field(default=None, description="(output_tokens - first_chunk_tokens) / (last_token_s - first_token_s).")
-    itl_ms_mean: float | None = Field(default=None, description="1000 / decode_tok_s: mean time per token after the first chunk.")
-    itl_ms: Distribution = Field(default_factory=Distribution, description="Per-token gaps: each chunk gap divided by the tokens it carried.")
-    window_tokens: float | None = Field(default=None, description="Sustained mode: tokens that arrived inside the window.")
+    error: str | None = Field(
+        default=None, description="Why the request failed: error kind and detail."
+    )
+    cut_at_window: bool = Field(
+        default=False, description="Sustained mode: stream still running at the window's end."
+    )
+    decode_tok_s: float | None = Field(
+        default=None,
+        description="(output_tokens - first_chunk_tokens) / (last_token_s - first_token_s).",
+    )
+    itl_ms_mean: float | None = Field(
+        default=None, description="1000 / decode_tok_s: mean time per token after the first chunk."
+    )
+    itl_ms: Distribution = Field(
+        default_factory=Distribution,
+        description="Per-token gaps: each chunk gap divided by the tokens it carried.",
+    )
+    window_tokens: float | None = Field(
+        default=None, description="Sustained mode: tokens that arrived inside the window."
+    )
 
 
 class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
-    loop_lag_ms: Distribution = Field(description="How late a 5 ms ticker woke on the client's event loop.")
-    loop_lag_worst_ms: float | None = Field(default=None, description="The ticker's latest wake: the longest client stall.")
+    loop_lag_ms: Distribution = Field(
+        description="How late a 5 ms ticker woke on the client's event loop."
+    )
+    loop_lag_worst_ms: float | None = Field(
+        default=None, description="The ticker's latest wake: the longest client stall."
+    )
     worst_stall_cpu_ms: float | None = Field(
-        default=None, description="CPU time the client used during its worst stall: near 0, the machine "
-                                  "did not schedule it; near the stall, the client itself was busy.")
+        default=None,
+        description="CPU time the client used during its worst stall: near 0, the machine "
+        "did not schedule it; near the stall, the client itself was busy.",
+    )
     read_gap_worst_ms: float | None = Field(
-        default=None, description="Longest time with streams open and no read by the client (server pauses show here too).")
+        default=None,
+        description="Longest time with streams open and no read by the client (server pauses show here too).",
+    )
     stall_limit_ms: float | None = Field(
-        default=None, description="Longest stall tolerated: a share of the median inter-token gap.")
+        default=None, description="Longest stall tolerated: a share of the median inter-token gap."
+    )
     cpu_s: float = Field(description="Process CPU time (user + system) spent during the cell.")
     wall_s: float
-    cpu_fraction: float = Field(description="cpu_s / wall_s: near 1.0 means the client saturated one core.")
+    cpu_fraction: float = Field(
+        description="cpu_s / wall_s: near 1.0 means the client saturated one core."
+    )
     cpu_us_per_token: float | None = None
     client_bound: bool
     reason: str | None = None
@@ -104,8 +140,12 @@ class GpuCellTelemetry(Model):
     sm_clock_mhz: Distribution = Field(default_factory=Distribution)
     mem_clock_mhz: Distribution = Field(default_factory=Distribution)
     temperature_c: Distribution = Field(default_factory=Distribution)
-    throttle_reasons: list[str] = Field(default_factory=list, description="Every throttle reason seen in any sample.")
-    energy_j: float | None = Field(default=None, description="Energy counter difference across the cell's window.")
+    throttle_reasons: list[str] = Field(
+        default_factory=list, description="Every throttle reason seen in any sample."
+    )
+    energy_j: float | None = Field(
+        default=None, description="Energy counter difference across the cell's window."
+    )
 
 
 class CellTelemetry(Model):
@@ -116,21 +156,31 @@ class CellTelemetry(Model):
     window_s: float | None = None
     gpus: list[GpuCellTelemetry] = Field(default_factory=list)
     power_limit_w_per_gpu: list[float | None] = Field(default_factory=list)
-    power_draw_w_total_mean: float | None = Field(default=None, description="Sum over cards of each card's mean draw.")
+    power_draw_w_total_mean: float | None = Field(
+        default=None, description="Sum over cards of each card's mean draw."
+    )
     energy_j_total: float | None = None
     energy_j_per_token: float | None = None
-    tok_s_per_w: float | None = Field(default=None, description="Aggregate tok/s / power_draw_w_total_mean.")
+    tok_s_per_w: float | None = Field(
+        default=None, description="Aggregate tok/s / power_draw_w_total_mean."
+    )
 
 
 class CellMetrics(Model):
     """The numbers of one cell, over its completed measured requests."""
 
     per_request_decode_tok_s: Distribution
-    aggregate_tok_s: float | None = Field(description="Output tokens in the window / window length.")
+    aggregate_tok_s: float | None = Field(
+        description="Output tokens in the window / window length."
+    )
     ttft_ms: Distribution = Field(description="Time to the first token of any kind.")
-    ttfct_ms: Distribution = Field(description="Time to the first content token (differs from ttft when there is reasoning).")
+    ttfct_ms: Distribution = Field(
+        description="Time to the first content token (differs from ttft when there is reasoning)."
+    )
     itl_ms: Distribution = Field(description="Per-request mean inter-token latency.")
-    itl_ms_worst_p99: float | None = Field(default=None, description="Largest per-request p99 per-token gap.")
+    itl_ms_worst_p99: float | None = Field(
+        default=None, description="Largest per-request p99 per-token gap."
+    )
     prefill_tok_s: Distribution = Field(description="Prompt tokens / TTFT, per request.")
     output_tokens: Distribution
     concurrency_reached: int = Field(description="Most requests in flight at once.")
@@ -144,17 +194,33 @@ class ServerCounts(Model):
     """The engine's own Prometheus counters over one cell, beside the client's figures."""
 
     engine: str = Field(description="Whose counter names were read: vllm, sglang or llama.cpp.")
-    generation_tokens: float = Field(description="Generated tokens the engine counted during the cell.")
+    generation_tokens: float = Field(
+        description="Generated tokens the engine counted during the cell."
+    )
     prompt_tokens: float | None = Field(
-        default=None, description="Prompt tokens the engine counted (llama-server leaves out cached ones).")
+        default=None,
+        description="Prompt tokens the engine counted (llama-server leaves out cached ones).",
+    )
     client_tokens: int = Field(description="Output tokens the client counted in the same cell.")
     client_prompt_tokens: int | None = None
-    difference: float | None = Field(default=None, description="(client - server) / server, generated tokens.")
-    judged: bool = Field(description="False where the two differ by design (a sustained window cuts streams).")
-    mismatch: bool = Field(description="Judged and differing by more than 1 %: the cell carries W_SERVER_COUNT.")
-    ttft_requests: float | None = Field(default=None, description="Requests in the engine's TTFT histogram.")
-    ttft_ms_mean: float | None = Field(default=None, description="The engine's own mean TTFT over the cell.")
-    ttft_ms_p50: float | None = Field(default=None, description="Its median, interpolated in the histogram's buckets.")
+    difference: float | None = Field(
+        default=None, description="(client - server) / server, generated tokens."
+    )
+    judged: bool = Field(
+        description="False where the two differ by design (a sustained window cuts streams)."
+    )
+    mismatch: bool = Field(
+        description="Judged and differing by more than 1 %: the cell carries W_SERVER_COUNT."
+    )
+    ttft_requests: float | None = Field(
+        default=None, description="Requests in the engine's TTFT histogram."
+    )
+    ttft_ms_mean: float | None = Field(
+        default=None, description="The engine's own mean TTFT over the cell."
+    )
+    ttft_ms_p50: float | None = Field(
+        default=None, description="Its median, interpolated in the histogram's buckets."
+    )
 
 
 class Cell(Model):
@@ -165,7 +231,9 @@ class Cell(Model):
     concurrency: int
     requests_planned: int | None = None
     duration_s: float | None = None
-    token_count_source: TokenSource | None = Field(default=None, description="The weakest source any request in the cell used.")
+    token_count_source: TokenSource | None = Field(
+        default=None, description="The weakest source any request in the cell used."
+    )
     valid: bool
     invalid_reasons: list[str] = Field(default_factory=list)
     client_bound: bool = False
@@ -173,7 +241,9 @@ class Cell(Model):
     metrics: CellMetrics
     client: ClientLoad | None = None
     telemetry: CellTelemetry
-    server: ServerCounts | None = Field(default=None, description="The engine's own counters, where it has them.")
+    server: ServerCounts | None = Field(
+        default=None, description="The engine's own counters, where it has them."
+    )
     requests: list[RequestRecord] = Field(default_factory=list)
 
 
@@ -187,10 +257,14 @@ class ProfileRef(Model):
     temperature: float
     top_p: float
     thinking: bool
-    reply_length_held: bool = Field(description="Replies were asked to run to max_tokens (ignore_eos/min_tokens) and checked.")
+    reply_length_held: bool = Field(
+        description="Replies were asked to run to max_tokens (ignore_eos/min_tokens) and checked."
+    )
     workload: str
     overrides: dict[str, float | int | str | list[int]] = Field(
-        default_factory=dict, description="Profile values the command line changed (the profile's own are otherwise applied).")
+        default_factory=dict,
+        description="Profile values the command line changed (the profile's own are otherwise applied).",
+    )
 
 
 class Conditions(Model):
@@ -242,10 +316,15 @@ class BenchResult(Model):
     cells: list[Cell]
     perf_points: list[PerfPoint]
     telemetry: RunTelemetry
-    warnings: list[str] = Field(default_factory=list, description="Codes with their messages, e.g. 'W_CLIENT_BOUND: …'.")
-    journal: str | None = Field(default=None, description="File name of the request journal beside the result.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Codes with their messages, e.g. 'W_CLIENT_BOUND: …'."
+    )
+    journal: str | None = Field(
+        default=None, description="File name of the request journal beside the result."
+    )
     warmup: list[RequestRecord] = Field(
-        default_factory=list, description="Warmup requests (cell -1), kept when none succeeded.")
+        default_factory=list, description="Warmup requests (cell -1), kept when none succeeded."
+    )
     content_hash: str | None = None
 
     def hashed_body(self) -> dict:
@@ -261,15 +340,26 @@ class BenchResult(Model):
 
 
 # Fields added after the first results were published; see BenchResult.hashed_body.
-LATER_FIELDS = frozenset({"warmup", "loop_lag_worst_ms", "read_gap_worst_ms", "stall_limit_ms",
-                          "worst_stall_cpu_ms",
-                          "server", "rate_definition"})
+LATER_FIELDS = frozenset(
+    {
+        "warmup",
+        "loop_lag_worst_ms",
+        "read_gap_worst_ms",
+        "stall_limit_ms",
+        "worst_stall_cpu_ms",
+        "server",
+        "rate_definition",
+    }
+)
 
 
 def _without_empty_later_fields(value):
     if isinstance(value, dict):
-        return {k: _without_empty_later_fields(v) for k, v in value.items()
-                if not (k in LATER_FIELDS and v in (None, [], {}))}
+        return {
+            k: _without_empty_later_fields(v)
+            for k, v in value.items()
+            if not (k in LATER_FIELDS and v in (None, [], {}))
+        }
     if isinstance(value, list):
         return [_without_empty_later_fields(v) for v in value]
     return value
@@ -277,7 +367,9 @@ def _without_empty_later_fields(value):
 
 def verify_hash(result: BenchResult) -> bool:
     """True when ``content_hash`` matches the result's content."""
-    return result.content_hash is not None and result.content_hash == content_hash(result.hashed_body())
+    return result.content_hash is not None and result.content_hash == content_hash(
+        result.hashed_body()
+    )
 
 
 def save_result(result: BenchResult, path: Path | str) -> Path:
@@ -286,8 +378,11 @@ def save_result(result: BenchResult, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     hashed = result if verify_hash(result) else result.with_hash()
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(hashed.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps(hashed.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
+        + "\n",
+        encoding="utf-8",
+    )
     tmp.replace(path)
     return path
 
@@ -298,16 +393,27 @@ def load_result(path: Path | str, *, check_hash: bool = True) -> BenchResult:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise InputError("E_RESULT_INVALID", f"cannot read {path}: {exc.strerror or exc}",
-                         "Give the path rigbook bench printed.") from exc
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"cannot read {path}: {exc.strerror or exc}",
+            "Give the path rigbook bench printed.",
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise InputError("E_RESULT_INVALID", f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+        raise InputError(
+            "E_RESULT_INVALID", f"{path} is not JSON: {exc.msg} at line {exc.lineno}"
+        ) from exc
     try:
         result = BenchResult.model_validate(raw)
     except ValidationError as exc:
         details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
-        raise InputError("E_RESULT_INVALID", f"{path} is not a bench result ({exc.error_count()} problems)",
-                         details=details) from exc
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path} is not a bench result ({exc.error_count()} problems)",
+            details=details,
+        ) from exc
     if check_hash and not verify_hash(result):
-        raise InputError("E_RESULT_INVALID", f"{path}: content_hash does not match the content (edited after the run?)")
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path}: content_hash does not match the content (edited after the run?)",
+        )
     return result

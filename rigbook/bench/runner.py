@@ -25,7 +25,14 @@ from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_c
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import Profile
-from rigbook.bench.result import BenchResult, Cell, Conditions, ProfileRef, RequestRecord, save_result
+from rigbook.bench.result import (
+    BenchResult,
+    Cell,
+    Conditions,
+    ProfileRef,
+    RequestRecord,
+    save_result,
+)
 from rigbook.bench.scheduler import ClientMonitor, judge_client, run_burst, run_sustained
 from rigbook.bench.telemetry import Sampler
 from rigbook.endpoint.discover import discover
@@ -66,36 +73,76 @@ def profile_ref(spec: BenchSpec) -> ProfileRef:
     """The profile as applied, with any value the command line changed listed as an override."""
     p = spec.profile
     overrides: dict = {}
-    for key, value in (("concurrency", spec.concurrency), ("max_tokens", spec.max_tokens),
-                       ("requests_per_level", spec.requests), ("duration_s", spec.duration_s),
-                       ("warmup", spec.warmup), ("stall_timeout_s", spec.stall_timeout_s)):
+    for key, value in (
+        ("concurrency", spec.concurrency),
+        ("max_tokens", spec.max_tokens),
+        ("requests_per_level", spec.requests),
+        ("duration_s", spec.duration_s),
+        ("warmup", spec.warmup),
+        ("stall_timeout_s", spec.stall_timeout_s),
+    ):
         default = getattr(p, key, None)
-        same = list(value) == list(default) if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)) \
+        same = (
+            list(value) == list(default)
+            if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple))
             else value == default
+        )
         if value is not None and not same:
             overrides[key] = value
     if spec.duration_s is not None:
         overrides["mode"] = "sustained"
-    return ProfileRef(name=p.name, version=p.version, content_hash=p.content_hash(),
-                      max_tokens=spec.max_tokens or p.max_tokens, temperature=p.temperature, top_p=p.top_p,
-                      thinking=p.thinking, reply_length_held=p.hold_length, workload=p.workload, overrides=overrides)
+    return ProfileRef(
+        name=p.name,
+        version=p.version,
+        content_hash=p.content_hash(),
+        max_tokens=spec.max_tokens or p.max_tokens,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        thinking=p.thinking,
+        reply_length_held=p.hold_length,
+        workload=p.workload,
+        overrides=overrides,
+    )
 
 
-async def run_bench(spec: BenchSpec, *, rig: RigSummary | None, rig_unavailable: str | None, sampler: Sampler,
-                    progress: Progress | None = None, stop: asyncio.Event | None = None) -> BenchResult:
+async def run_bench(
+    spec: BenchSpec,
+    *,
+    rig: RigSummary | None,
+    rig_unavailable: str | None,
+    sampler: Sampler,
+    progress: Progress | None = None,
+    stop: asyncio.Event | None = None,
+) -> BenchResult:
     """Run the whole bench and write the result (and its journal); returns the result.
 
     Setting ``stop`` ends the run early; the result then holds what was measured, ``cut_short``."""
     stop = stop or asyncio.Event()
     info = await asyncio.to_thread(discover, spec.url)
     async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
-        return await _run(spec, info, client, rig=rig, rig_unavailable=rig_unavailable, sampler=sampler,
-                          progress=progress, stop=stop)
+        return await _run(
+            spec,
+            info,
+            client,
+            rig=rig,
+            rig_unavailable=rig_unavailable,
+            sampler=sampler,
+            progress=progress,
+            stop=stop,
+        )
 
 
-async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSummary | None,
-               rig_unavailable: str | None, sampler: Sampler, progress: Progress | None,
-               stop: asyncio.Event) -> BenchResult:
+async def _run(
+    spec: BenchSpec,
+    info,
+    client: httpx.AsyncClient,
+    *,
+    rig: RigSummary | None,
+    rig_unavailable: str | None,
+    sampler: Sampler,
+    progress: Progress | None,
+    stop: asyncio.Event,
+) -> BenchResult:
     p = spec.profile
     levels = spec.concurrency or list(p.concurrency)
     max_tokens = spec.max_tokens or p.max_tokens
@@ -104,16 +151,31 @@ async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSumm
     prompts = p.prompts()
     model = spec.model or (info.models[0] if info.models else None)
     if model is None or (info.models and model not in info.models):
-        raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
-                            details=[f"served: {m}" for m in info.models])
+        raise EndpointError(
+            "E_MODEL_ID",
+            f"{spec.url} does not serve {spec.model!r}",
+            details=[f"served: {m}" for m in info.models],
+        )
     # What the server says wins when it names a known engine; llama-cpp-python,
     # for one, answers owned_by "me", and then the recipe's engine is the better record.
     engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
-    version = info.engine_version or (spec.recipe_engine_version if engine == spec.recipe_engine else None)
-    cond = Conditions(url=spec.url, model=model, engine=engine, engine_version=version,
-                      recipe_slug=spec.recipe_slug, recipe_revision=spec.recipe_revision, rig=rig,
-                      rig_unavailable=rig_unavailable, profile=profile_ref(spec), mode=mode,
-                      rigbook_version=__version__, started_at=_now_iso())
+    version = info.engine_version or (
+        spec.recipe_engine_version if engine == spec.recipe_engine else None
+    )
+    cond = Conditions(
+        url=spec.url,
+        model=model,
+        engine=engine,
+        engine_version=version,
+        recipe_slug=spec.recipe_slug,
+        recipe_revision=spec.recipe_revision,
+        rig=rig,
+        rig_unavailable=rig_unavailable,
+        profile=profile_ref(spec),
+        mode=mode,
+        rigbook_version=__version__,
+        started_at=_now_iso(),
+    )
     jpath = journal_path(spec.out)
     jpath.unlink(missing_ok=True)
     journal = Journal(jpath)
@@ -121,15 +183,25 @@ async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSumm
     # Bodies are encoded once per prompt: the hot path only copies bytes.
     target = Target(spec.url)
     bodies = [encode(chat_payload(p, model, prompt, max_tokens)) for prompt in prompts]
-    plan = CellPlan(target=target, bodies=bodies, stall_s=stall, max_tokens=max_tokens,
-                    hold_length=p.hold_length, mode=mode, metrics=client, url=spec.url)
+    plan = CellPlan(
+        target=target,
+        bodies=bodies,
+        stall_s=stall,
+        max_tokens=max_tokens,
+        hold_length=p.hold_length,
+        mode=mode,
+        metrics=client,
+        url=spec.url,
+    )
 
     sampler.start()
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
     warnings: list[str] = []
     try:
-        warmup = await _warmup(plan, spec.warmup if spec.warmup is not None else p.warmup, stop, journal)
+        warmup = await _warmup(
+            plan, spec.warmup if spec.warmup is not None else p.warmup, stop, journal
+        )
         # A warmup that never succeeded measures nothing: the result keeps its failures and the
         # verdict (rigbook.bench.measure) names the fault.
         if not warmup or any(r.ok for r in warmup):
@@ -139,23 +211,38 @@ async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSumm
             for index, conc in enumerate(levels):
                 if stop.is_set():
                     break
-                cell = await _measure_cell(index, conc, spec, plan, sampler, journal, stop, progress)
+                cell = await _measure_cell(
+                    index, conc, spec, plan, sampler, journal, stop, progress
+                )
                 cells.append(cell)
                 if cell.client_bound:
-                    warnings.append(f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}")
+                    warnings.append(
+                        f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}"
+                    )
                 if cell.server and cell.server.mismatch:
-                    warnings.append(f"W_SERVER_COUNT: cell {index} (concurrency {conc}): the engine counted "
-                                    f"{cell.server.generation_tokens:.0f} generated tokens, the client "
-                                    f"{cell.server.client_tokens}")
+                    warnings.append(
+                        f"W_SERVER_COUNT: cell {index} (concurrency {conc}): the engine counted "
+                        f"{cell.server.generation_tokens:.0f} generated tokens, the client "
+                        f"{cell.server.client_tokens}"
+                    )
     finally:
         gc.unfreeze()
         sampler.stop()
     cut = stop.is_set()
     if cut:
-        warnings.append("W_CUT_SHORT: stopped by a signal; the result holds the cells measured so far")
+        warnings.append(
+            "W_CUT_SHORT: stopped by a signal; the result holds the cells measured so far"
+        )
     cond = cond.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
-    result = assemble(cond, cells, sampler.run_summary(), warnings=warnings, journal=jpath.name,
-                      extra=spec.extra, warmup=warmup)
+    result = assemble(
+        cond,
+        cells,
+        sampler.run_summary(),
+        warnings=warnings,
+        journal=jpath.name,
+        extra=spec.extra,
+        warmup=warmup,
+    )
     save_result(result, spec.out)
     journal.write("end", cut_short=cut)
     journal.close()
@@ -165,8 +252,18 @@ async def _run(spec: BenchSpec, info, client: httpx.AsyncClient, *, rig: RigSumm
 class CellPlan:
     """What every request of the run shares: where it goes, the encoded bodies, limits."""
 
-    def __init__(self, *, target: Target, bodies: list[bytes], stall_s: float, max_tokens: int,
-                 hold_length: bool, mode: str, metrics: httpx.AsyncClient, url: str) -> None:
+    def __init__(
+        self,
+        *,
+        target: Target,
+        bodies: list[bytes],
+        stall_s: float,
+        max_tokens: int,
+        hold_length: bool,
+        mode: str,
+        metrics: httpx.AsyncClient,
+        url: str,
+    ) -> None:
         self.target, self.bodies, self.stall_s = target, bodies, stall_s
         self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
         self.metrics, self.url = metrics, url
@@ -180,13 +277,30 @@ class CellPlan:
 
         return send
 
-    def record(self, raw: RawRequest, *, cell: int, index: int, t0: float,
-               window: tuple[float, float] | None = None) -> RequestRecord:
-        return to_record(raw, cell=cell, index=index, prompt_index=index % len(self.bodies), t0=t0,
-                         max_tokens=self.max_tokens, hold_length=self.hold_length, window=window)
+    def record(
+        self,
+        raw: RawRequest,
+        *,
+        cell: int,
+        index: int,
+        t0: float,
+        window: tuple[float, float] | None = None,
+    ) -> RequestRecord:
+        return to_record(
+            raw,
+            cell=cell,
+            index=index,
+            prompt_index=index % len(self.bodies),
+            t0=t0,
+            max_tokens=self.max_tokens,
+            hold_length=self.hold_length,
+            window=window,
+        )
 
 
-async def _warmup(plan: CellPlan, count: int, stop: asyncio.Event, journal: Journal) -> list[RequestRecord]:
+async def _warmup(
+    plan: CellPlan, count: int, stop: asyncio.Event, journal: Journal
+) -> list[RequestRecord]:
     """Requests one at a time before measuring, until one succeeds; each is journaled and kept."""
     send = plan.sender()
     records = []
@@ -203,15 +317,31 @@ async def _warmup(plan: CellPlan, count: int, stop: asyncio.Event, journal: Jour
     return records
 
 
-async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, sampler: Sampler,
-                        journal: Journal, stop: asyncio.Event, progress: Progress | None) -> Cell:
+async def _measure_cell(
+    index: int,
+    conc: int,
+    spec: BenchSpec,
+    plan: CellPlan,
+    sampler: Sampler,
+    journal: Journal,
+    stop: asyncio.Event,
+    progress: Progress | None,
+) -> Cell:
     p, mode = spec.profile, plan.mode
     requests = max(spec.requests or p.requests_per_level, conc) if mode == "burst" else None
     duration = (spec.duration_s or p.duration_s) if mode == "sustained" else None
-    journal.write("cell_start", index=index, mode=mode, concurrency=conc, requests_planned=requests,
-                  duration_s=duration)
+    journal.write(
+        "cell_start",
+        index=index,
+        mode=mode,
+        concurrency=conc,
+        requests_planned=requests,
+        duration_s=duration,
+    )
     if progress:
-        progress("cell", {"index": index, "concurrency": conc, "total": requests, "duration_s": duration})
+        progress(
+            "cell", {"index": index, "concurrency": conc, "total": requests, "duration_s": duration}
+        )
     records: list[RequestRecord] = []
     raws: list[tuple[int, RawRequest]] = []
     reads = ReadWatch()
@@ -237,7 +367,9 @@ async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, 
     if mode == "burst":
         await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
     else:
-        w0, w1 = await run_sustained(send, on_done, concurrency=conc, duration_s=duration, stop=stop)
+        w0, w1 = await run_sustained(
+            send, on_done, concurrency=conc, duration_s=duration, stop=stop
+        )
         window = (w0 - t0, w1 - t0)
     # Energy and client load are read as the streams end, before the records are built, so
     # neither counts work that happens outside the token window.
@@ -255,12 +387,24 @@ async def _measure_cell(index: int, conc: int, spec: BenchSpec, plan: CellPlan, 
     client = judge_client(load, records)
     prompt = [r.prompt_tokens for r in records]
     server = server_metrics.compare(
-        counted, counted_after, client_tokens=sum(r.output_tokens for r in records),
+        counted,
+        counted_after,
+        client_tokens=sum(r.output_tokens for r in records),
         client_prompt_tokens=sum(prompt) if prompt and None not in prompt else None,
-        judged=mode == "burst" and not stop.is_set())
-    cell = build_cell(index=index, mode=mode, concurrency=conc, records=records, requests_planned=requests,
-                      duration_s=duration, window=window, telemetry=telemetry, client=client,
-                      cut_short=stop.is_set()).model_copy(update={"server": server})
+        judged=mode == "burst" and not stop.is_set(),
+    )
+    cell = build_cell(
+        index=index,
+        mode=mode,
+        concurrency=conc,
+        records=records,
+        requests_planned=requests,
+        duration_s=duration,
+        window=window,
+        telemetry=telemetry,
+        client=client,
+        cut_short=stop.is_set(),
+    ).model_copy(update={"server": server})
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})

@@ -36,7 +36,13 @@ class ClientMonitor:
         self._reads = reads
 
     async def _tick(self) -> None:
-        lags, perf, cpu, tick, reads = self._lags, time.perf_counter, time.process_time, self.TICK_S, self._reads
+        lags, perf, cpu, tick, reads = (
+            self._lags,
+            time.perf_counter,
+            time.process_time,
+            self.TICK_S,
+            self._reads,
+        )
         while True:
             due, cpu0 = perf() + tick, cpu()
             was_open = reads is None or reads.open
@@ -65,10 +71,16 @@ class ClientMonitor:
         cpu, wall = time.process_time() - self._cpu0, time.perf_counter() - self._wall0
         lag = distribution(self._lags)
         worst_read = 1000.0 * self._reads.worst if self._reads is not None else None
-        return ClientLoad(loop_lag_ms=lag, loop_lag_worst_ms=lag.max, worst_stall_cpu_ms=self._worst[1],
-                          read_gap_worst_ms=worst_read,
-                          cpu_s=cpu, wall_s=wall, cpu_fraction=cpu / wall if wall > 0 else 0.0,
-                          client_bound=False)
+        return ClientLoad(
+            loop_lag_ms=lag,
+            loop_lag_worst_ms=lag.max,
+            worst_stall_cpu_ms=self._worst[1],
+            read_gap_worst_ms=worst_read,
+            cpu_s=cpu,
+            wall_s=wall,
+            cpu_fraction=cpu / wall if wall > 0 else 0.0,
+            client_bound=False,
+        )
 
 
 # A stall longer than this share of the inter-token gap moves token timestamps by a visible
@@ -92,8 +104,11 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
     tokens = sum(r.output_tokens for r in records if r.ok or r.cut_at_window)
     # The gap that matters is between reads of one stream: with several tokens per event a
     # stall moves one event's timestamp, against the gap between events.
-    gaps = sorted((r.last_token_s - r.first_token_s) / (r.chunks - 1) * 1000.0 for r in records
-                  if r.chunks > 1 and r.first_token_s is not None and r.last_token_s is not None)
+    gaps = sorted(
+        (r.last_token_s - r.first_token_s) / (r.chunks - 1) * 1000.0
+        for r in records
+        if r.chunks > 1 and r.first_token_s is not None and r.last_token_s is not None
+    )
     itl = gaps[len(gaps) // 2] if gaps else None
     per_token = load.cpu_s * 1e6 / tokens if tokens else None
     limit = stall_limit_ms(itl)
@@ -103,13 +118,26 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
             reasons.append(f"client used {load.cpu_fraction:.0%} of a CPU core")
         if load.loop_lag_worst_ms is not None and load.loop_lag_worst_ms > limit:
             busy = load.worst_stall_cpu_ms
-            cause = ("" if busy is None else "; it was busy on a CPU" if busy >= 0.5 * load.loop_lag_worst_ms
-                     else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it")
-            reasons.append(f"client stalled {load.loop_lag_worst_ms:.1f} ms (limit {limit:.1f} ms, "
-                           f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's "
-                           f"events{cause})")
-    return load.model_copy(update={"cpu_us_per_token": per_token, "stall_limit_ms": limit,
-                                   "client_bound": bool(reasons), "reason": "; ".join(reasons) or None})
+            cause = (
+                ""
+                if busy is None
+                else "; it was busy on a CPU"
+                if busy >= 0.5 * load.loop_lag_worst_ms
+                else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it"
+            )
+            reasons.append(
+                f"client stalled {load.loop_lag_worst_ms:.1f} ms (limit {limit:.1f} ms, "
+                f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's "
+                f"events{cause})"
+            )
+    return load.model_copy(
+        update={
+            "cpu_us_per_token": per_token,
+            "stall_limit_ms": limit,
+            "client_bound": bool(reasons),
+            "reason": "; ".join(reasons) or None,
+        }
+    )
 
 
 # One bench process holds one connection per stream; past a few hundred it is the bottleneck itself
@@ -117,7 +145,9 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
 MAX_CONCURRENCY = 4096
 
 
-async def run_burst(send: Send, on_done: Done, *, requests: int, concurrency: int, stop: asyncio.Event) -> None:
+async def run_burst(
+    send: Send, on_done: Done, *, requests: int, concurrency: int, stop: asyncio.Event
+) -> None:
     """Send ``requests`` requests, ``concurrency`` at a time; stops (dropping in-flight ones) when ``stop`` is set."""
     indices = iter(range(requests))
 
@@ -135,8 +165,9 @@ async def run_burst(send: Send, on_done: Done, *, requests: int, concurrency: in
     await _until_done_or_stopped(lanes, stop)
 
 
-async def run_sustained(send: Send, on_done: Done, *, concurrency: int, duration_s: float,
-                        stop: asyncio.Event) -> tuple[float, float]:
+async def run_sustained(
+    send: Send, on_done: Done, *, concurrency: int, duration_s: float, stop: asyncio.Event
+) -> tuple[float, float]:
     """Keep ``concurrency`` streams busy for ``duration_s``; returns the window (perf_counter start, end)."""
     start = time.perf_counter()
     end = start + duration_s

@@ -32,10 +32,25 @@ TOLERANCE = 0.01
 
 
 def _start_server(port: int, rate: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port),
-                             "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1",
-                             "--ttft-s", "0.03"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook.bench.synthetic_server",
+            "--port",
+            str(port),
+            "--rate",
+            str(rate),
+            "--falloff",
+            "0",
+            "--tokens-per-chunk",
+            "1",
+            "--ttft-s",
+            "0.03",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(100):
         try:
             httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
@@ -48,8 +63,16 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
 
 def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     httpx.post(url + "/_reset")
-    request = MeasureRequest(url=url, model="synthetic", concurrency=[conc], requests=conc, max_tokens=tokens,
-                             warmup=0, out=out, telemetry=False)
+    request = MeasureRequest(
+        url=url,
+        model="synthetic",
+        concurrency=[conc],
+        requests=conc,
+        max_tokens=tokens,
+        warmup=0,
+        out=out,
+        telemetry=False,
+    )
     result = measure(request).result
     cell = result.cells[0]
     own = httpx.get(url + "/_record").json()["requests"]
@@ -58,25 +81,49 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     per_req_err = max((abs(c - s) / s for c, s in zip(client_rates, server_rates)), default=1.0)
     if len(client_rates) != len(server_rates):
         per_req_err = 1.0
-    server_agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+    server_agg = sum(r["tokens"] for r in own) / (
+        max(r["last_send"] for r in own) - min(r["arrival"] for r in own)
+    )
     agg_err = abs(cell.metrics.aggregate_tok_s - server_agg) / server_agg
     load = cell.client
-    return {"concurrency": conc, "server_aggregate": server_agg, "client_aggregate": cell.metrics.aggregate_tok_s,
-            "server_per_request_median": statistics.median(server_rates), "per_request_err": per_req_err,
-            "aggregate_err": agg_err, "cpu_us_per_token": load.cpu_us_per_token,
-            "cpu_fraction": load.cpu_fraction, "stall_ms": load.loop_lag_worst_ms,
-            "stall_limit_ms": load.stall_limit_ms, "valid": cell.valid, "client_bound": cell.client_bound,
-            "server_count_ok": cell.server is not None and not cell.server.mismatch,
-            # A client_bound cell never becomes a perf point, so it cannot count as headroom either.
-            "ok": cell.valid and not cell.client_bound and per_req_err <= TOLERANCE and agg_err <= TOLERANCE}
+    return {
+        "concurrency": conc,
+        "server_aggregate": server_agg,
+        "client_aggregate": cell.metrics.aggregate_tok_s,
+        "server_per_request_median": statistics.median(server_rates),
+        "per_request_err": per_req_err,
+        "aggregate_err": agg_err,
+        "cpu_us_per_token": load.cpu_us_per_token,
+        "cpu_fraction": load.cpu_fraction,
+        "stall_ms": load.loop_lag_worst_ms,
+        "stall_limit_ms": load.stall_limit_ms,
+        "valid": cell.valid,
+        "client_bound": cell.client_bound,
+        "server_count_ok": cell.server is not None and not cell.server.mismatch,
+        # A client_bound cell never becomes a perf point, so it cannot count as headroom either.
+        "ok": cell.valid
+        and not cell.client_bound
+        and per_req_err <= TOLERANCE
+        and agg_err <= TOLERANCE,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Measure the bench client's headroom against the synthetic server.")
-    ap.add_argument("--rate", type=float, default=40.0,
-                    help="per-request tok/s the server streams (40 x 64 streams = the 2,400 tok/s of issue 16)")
-    ap.add_argument("--tokens", type=int, default=1000,
-                    help="tokens per reply (long, so connection set-up weighs little in the aggregate)")
+    ap = argparse.ArgumentParser(
+        description="Measure the bench client's headroom against the synthetic server."
+    )
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=40.0,
+        help="per-request tok/s the server streams (40 x 64 streams = the 2,400 tok/s of issue 16)",
+    )
+    ap.add_argument(
+        "--tokens",
+        type=int,
+        default=1000,
+        help="tokens per reply (long, so connection set-up weighs little in the aggregate)",
+    )
     ap.add_argument("--levels", default="1,4,16,64,256", help="concurrency levels")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args(argv)
@@ -91,32 +138,62 @@ def main(argv: list[str] | None = None) -> int:
             for conc in (int(x) for x in args.levels.split(",")):
                 row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json")
                 rows.append(row)
-                console.print(f"concurrency {conc}: server {row['server_aggregate']:.0f} tok/s, "
-                              f"{row['cpu_us_per_token']:.1f} µs/token, aggregate err {row['aggregate_err']:.3%}")
+                console.print(
+                    f"concurrency {conc}: server {row['server_aggregate']:.0f} tok/s, "
+                    f"{row['cpu_us_per_token']:.1f} µs/token, aggregate err {row['aggregate_err']:.3%}"
+                )
     finally:
         server.terminate()
         server.wait(10)
-    table = Table(title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per event)",
-                  box=box.SIMPLE_HEAD, padding=0, show_edge=False)
-    for col in ("C", "server\ntok/s", "client\ntok/s", "per-req\nerr", "agg\nerr", "CPU µs\n/token", "CPU",
-                "stall\nms", "limit\nms", "client\nbound", "counts"):
+    table = Table(
+        title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per event)",
+        box=box.SIMPLE_HEAD,
+        padding=0,
+        show_edge=False,
+    )
+    for col in (
+        "C",
+        "server\ntok/s",
+        "client\ntok/s",
+        "per-req\nerr",
+        "agg\nerr",
+        "CPU µs\n/token",
+        "CPU",
+        "stall\nms",
+        "limit\nms",
+        "client\nbound",
+        "counts",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
     for r in rows:
-        table.add_row(str(r["concurrency"]), f"{r['server_aggregate']:.0f}", f"{r['client_aggregate']:.0f}",
-                      f"{r['per_request_err']:.3%}", f"{r['aggregate_err']:.3%}", f"{r['cpu_us_per_token']:.1f}",
-                      f"{r['cpu_fraction']:.0%}", f"{r['stall_ms']:.1f}", f"{r['stall_limit_ms']:.1f}",
-                      "yes" if r["client_bound"] else "no", "yes" if r["ok"] else "no")
+        table.add_row(
+            str(r["concurrency"]),
+            f"{r['server_aggregate']:.0f}",
+            f"{r['client_aggregate']:.0f}",
+            f"{r['per_request_err']:.3%}",
+            f"{r['aggregate_err']:.3%}",
+            f"{r['cpu_us_per_token']:.1f}",
+            f"{r['cpu_fraction']:.0%}",
+            f"{r['stall_ms']:.1f}",
+            f"{r['stall_limit_ms']:.1f}",
+            "yes" if r["client_bound"] else "no",
+            "yes" if r["ok"] else "no",
+        )
     console.print(table)
     console.print(f"machine load after: {_load()}")
     cheapest = min(rows, key=lambda r: r["cpu_us_per_token"])
     # One core spends 1e6 µs a second: at this cost per token it could take in no more than this.
-    print(f"ceiling of one client process: {1e6 / cheapest['cpu_us_per_token']:.0f} tok/s "
-          f"(1e6 / {cheapest['cpu_us_per_token']:.1f} µs per token, at concurrency {cheapest['concurrency']})")
+    print(
+        f"ceiling of one client process: {1e6 / cheapest['cpu_us_per_token']:.0f} tok/s "
+        f"(1e6 / {cheapest['cpu_us_per_token']:.1f} µs per token, at concurrency {cheapest['concurrency']})"
+    )
     good = [r for r in rows if r["ok"]]
     best = max(good, key=lambda r: r["server_aggregate"]) if good else None
     if best:
-        print(f"highest streamed rate within 1% and not client_bound: {best['server_aggregate']:.0f} tok/s "
-              f"(concurrency {best['concurrency']}, {best['cpu_us_per_token']:.1f} µs client CPU per token)")
+        print(
+            f"highest streamed rate within 1% and not client_bound: {best['server_aggregate']:.0f} tok/s "
+            f"(concurrency {best['concurrency']}, {best['cpu_us_per_token']:.1f} µs client CPU per token)"
+        )
     else:
         print("no level stayed within 1% without being client_bound")
     return 0 if best else 1

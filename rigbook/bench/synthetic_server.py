@@ -39,8 +39,16 @@ from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-SCENARIOS = ("synthetic", "synthetic-final", "synthetic-nousage", "synthetic-reasoning",
-             "synthetic-early-eos", "synthetic-error", "synthetic-stall", "synthetic-drop")
+SCENARIOS = (
+    "synthetic",
+    "synthetic-final",
+    "synthetic-nousage",
+    "synthetic-reasoning",
+    "synthetic-early-eos",
+    "synthetic-error",
+    "synthetic-stall",
+    "synthetic-drop",
+)
 
 
 @dataclass
@@ -59,12 +67,35 @@ class Config:
 
 # Prometheus names of the counters, as each engine spells them (llama-server has no TTFT histogram).
 FLAVORS = {
-    "vllm": ("vllm:generation_tokens_total", "vllm:prompt_tokens_total", "vllm:time_to_first_token_seconds"),
-    "sglang": ("sglang:generation_tokens_total", "sglang:prompt_tokens_total",
-               "sglang:time_to_first_token_seconds"),
+    "vllm": (
+        "vllm:generation_tokens_total",
+        "vllm:prompt_tokens_total",
+        "vllm:time_to_first_token_seconds",
+    ),
+    "sglang": (
+        "sglang:generation_tokens_total",
+        "sglang:prompt_tokens_total",
+        "sglang:time_to_first_token_seconds",
+    ),
     "llamacpp": ("llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total", None),
 }
-TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+TTFT_BUCKETS_S = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 
 
 class Counters:
@@ -72,7 +103,9 @@ class Counters:
     [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts...]."""
 
     def __init__(self, shared=None) -> None:
-        self.values = shared if shared is not None else multiprocessing.Array("d", 4 + len(TTFT_BUCKETS_S))
+        self.values = (
+            shared if shared is not None else multiprocessing.Array("d", 4 + len(TTFT_BUCKETS_S))
+        )
 
     def add_tokens(self, n: int) -> None:
         with self.values.get_lock():
@@ -94,15 +127,22 @@ class Counters:
         with self.values.get_lock():
             v = list(self.values)
         label = f'{{model_name="{model}"}}' if flavor != "llamacpp" else ""
-        lines = [f"# TYPE {gen} counter", f"{gen}{label} {v[0]:.1f}",
-                 f"# TYPE {prompt} counter", f"{prompt}{label} {v[1]:.1f}"]
+        lines = [
+            f"# TYPE {gen} counter",
+            f"{gen}{label} {v[0]:.1f}",
+            f"# TYPE {prompt} counter",
+            f"{prompt}{label} {v[1]:.1f}",
+        ]
         if ttft:
             lines.append(f"# TYPE {ttft} histogram")
             inner = f',model_name="{model}"' if label else ""
             for i, le in enumerate(TTFT_BUCKETS_S):
                 lines.append(f'{ttft}_bucket{{le="{le}"{inner}}} {v[4 + i]:.1f}')
-            lines += [f'{ttft}_bucket{{le="+Inf"{inner}}} {v[2]:.1f}', f"{ttft}_count{label} {v[2]:.1f}",
-                      f"{ttft}_sum{label} {v[3]}"]
+            lines += [
+                f'{ttft}_bucket{{le="+Inf"{inner}}} {v[2]:.1f}',
+                f"{ttft}_count{label} {v[2]:.1f}",
+                f"{ttft}_sum{label} {v[3]}",
+            ]
         return ("\n".join(lines) + "\n").encode()
 
 
@@ -124,18 +164,32 @@ class Served:
         first, last = (self.times[0], self.times[-1]) if self.times else (None, None)
         after = tokens - (self.counts[0] if self.counts else 0)
         decode = after / (last - first) if self.times and last > first else None
-        return {"seq": self.seq, "model": self.model, "arrival": self.arrival, "first_send": first, "last_send": last,
-                "tokens": tokens, "chunks": len(self.times), "ttft_s": (first - self.arrival) if first else None,
-                "decode_tok_s": decode, "fault": self.fault, "completed": self.completed,
-                "prompt_tokens": self.prompt_tokens}
+        return {
+            "seq": self.seq,
+            "model": self.model,
+            "arrival": self.arrival,
+            "first_send": first,
+            "last_send": last,
+            "tokens": tokens,
+            "chunks": len(self.times),
+            "ttft_s": (first - self.arrival) if first else None,
+            "decode_tok_s": decode,
+            "fault": self.fault,
+            "completed": self.completed,
+            "prompt_tokens": self.prompt_tokens,
+        }
 
 
 class SyntheticServer:
     """The server. Tests and selfbench run it as its own process (``python -m``) so it never shares
     the client's interpreter lock and the client's timestamps are its own."""
 
-    def __init__(self, config: Config | None = None, counters: Counters | None = None,
-                 keep_record: bool = True) -> None:
+    def __init__(
+        self,
+        config: Config | None = None,
+        counters: Counters | None = None,
+        keep_record: bool = True,
+    ) -> None:
         self.config = config or Config()
         self.counters = counters or Counters()
         self.keep_record = keep_record
@@ -145,7 +199,9 @@ class SyntheticServer:
         self.port: int | None = None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
-        server = await asyncio.start_server(self._handle, host, port, backlog=4096, reuse_port=reuse_port)
+        server = await asyncio.start_server(
+            self._handle, host, port, backlog=4096, reuse_port=reuse_port
+        )
         self.port = server.sockets[0].getsockname()[1]
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -153,20 +209,39 @@ class SyntheticServer:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             method, path, _ = lines[0].split(" ", 2)
-            headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)
+            }
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             arrival = time.perf_counter()
             if method == "GET" and path == "/v1/models":
-                await self._json(writer, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "synthetic"}
-                                                                     for m in SCENARIOS]})
+                await self._json(
+                    writer,
+                    {
+                        "object": "list",
+                        "data": [
+                            {"id": m, "object": "model", "owned_by": "synthetic"} for m in SCENARIOS
+                        ],
+                    },
+                )
             elif method == "GET" and path == "/_record":
-                await self._json(writer, {"config": self.config.__dict__, "active": self.active, "requests": [s.to_dict() for s in self.record]})
+                await self._json(
+                    writer,
+                    {
+                        "config": self.config.__dict__,
+                        "active": self.active,
+                        "requests": [s.to_dict() for s in self.record],
+                    },
+                )
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
                 data = self.counters.render(self.config.metrics_flavor)
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data) + data)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+                    b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data) + data
+                )
                 await writer.drain()
             elif method == "POST" and path == "/_reset":
                 self.record.clear()
@@ -175,7 +250,9 @@ class SyntheticServer:
             elif method == "POST" and path == "/v1/chat/completions":
                 await self._chat(writer, json.loads(body or b"{}"), arrival)
             else:
-                await self._json(writer, {"error": {"message": f"no route {method} {path}"}}, status=404)
+                await self._json(
+                    writer, {"error": {"message": f"no route {method} {path}"}}, status=404
+                )
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -183,8 +260,11 @@ class SyntheticServer:
 
     async def _json(self, writer: asyncio.StreamWriter, value: dict, status: int = 200) -> None:
         data = json.dumps(value).encode()
-        writer.write(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-                     f"Connection: close\r\n\r\n".encode() + data)
+        writer.write(
+            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+            f"Connection: close\r\n\r\n".encode()
+            + data
+        )
         await writer.drain()
 
     def _rate(self) -> float:
@@ -194,13 +274,21 @@ class SyntheticServer:
         cfg = self.config
         model = req.get("model", "synthetic")
         if model not in SCENARIOS:
-            await self._json(writer, {"error": {"message": f"model {model!r} not found"}}, status=404)
+            await self._json(
+                writer, {"error": {"message": f"model {model!r} not found"}}, status=404
+            )
             return
         seq = self._seq.get(model, 0)
         self._seq[model] = seq + 1
-        fault = model.removeprefix("synthetic-") if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1 else None
+        fault = (
+            model.removeprefix("synthetic-")
+            if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1
+            else None
+        )
         prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
-        served = Served(seq=seq, model=model, arrival=arrival, prompt_tokens=len(prompt.split()), fault=fault)
+        served = Served(
+            seq=seq, model=model, arrival=arrival, prompt_tokens=len(prompt.split()), fault=fault
+        )
         if self.keep_record:
             self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
@@ -212,18 +300,40 @@ class SyntheticServer:
             self.counters.add_tokens(total)
             self.counters.add_request(served.prompt_tokens, cfg.ttft_s)
             served.completed = True
-            usage = {"prompt_tokens": served.prompt_tokens, "completion_tokens": total,
-                     "total_tokens": served.prompt_tokens + total}
-            await self._json(writer, {"id": "synthetic", "object": "chat.completion", "model": model,
-                                      "choices": [{"index": 0, "finish_reason": "length",
-                                                   "message": {"role": "assistant", "content": "tok " * total}}],
-                                      "usage": usage})
+            usage = {
+                "prompt_tokens": served.prompt_tokens,
+                "completion_tokens": total,
+                "total_tokens": served.prompt_tokens + total,
+            }
+            await self._json(
+                writer,
+                {
+                    "id": "synthetic",
+                    "object": "chat.completion",
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "length",
+                            "message": {"role": "assistant", "content": "tok " * total},
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
             return
-        events = _events(model, cfg.tokens_per_chunk, total, served.prompt_tokens,
-                         cfg.reasoning_tokens if model == "synthetic-reasoning" else 0,
-                         fault == "early-eos")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                     b"Connection: close\r\n\r\n")
+        events = _events(
+            model,
+            cfg.tokens_per_chunk,
+            total,
+            served.prompt_tokens,
+            cfg.reasoning_tokens if model == "synthetic-reasoning" else 0,
+            fault == "early-eos",
+        )
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            b"Connection: close\r\n\r\n"
+        )
         self.active += 1
         sent = 0
         try:
@@ -238,7 +348,9 @@ class SyntheticServer:
                 # catches up in one system call instead of one per event.
                 now = perf()
                 j = k
-                while j < n_chunks and (j == k or due <= now) and not (fault and sent >= total // 2):
+                while (
+                    j < n_chunks and (j == k or due <= now) and not (fault and sent >= total // 2)
+                ):
                     due += counts[j] / self._rate()
                     sent += counts[j]
                     j += 1
@@ -285,33 +397,60 @@ def _event(data: dict) -> bytes:
 
 
 @lru_cache(maxsize=256)
-def _events(model: str, per_chunk: int, total: int, prompt_tokens: int, reasoning: int,
-            early_eos: bool) -> _Rendered:
+def _events(
+    model: str, per_chunk: int, total: int, prompt_tokens: int, reasoning: int, early_eos: bool
+) -> _Rendered:
     """Render a reply once; replies of the same shape share it."""
     usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
     chunks, counts, sent = [], [], 0
     while sent < total:
         n = min(per_chunk, total - sent)
         kind = "reasoning_content" if sent < reasoning else "content"
-        chunk: dict = {"id": "synthetic", "object": "chat.completion.chunk", "model": model,
-                       "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}]}
+        chunk: dict = {
+            "id": "synthetic",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}],
+        }
         if usage_mode == "continuous":
-            chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": sent + n,
-                              "total_tokens": prompt_tokens + sent + n}
+            chunk["usage"] = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": sent + n,
+                "total_tokens": prompt_tokens + sent + n,
+            }
         chunks.append(_event(chunk))
         counts.append(n)
         sent += n
-    tail = _event({"id": "synthetic", "object": "chat.completion.chunk", "model": model,
-                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop" if early_eos else "length"}]})
+    tail = _event(
+        {
+            "id": "synthetic",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [
+                {"index": 0, "delta": {}, "finish_reason": "stop" if early_eos else "length"}
+            ],
+        }
+    )
     if usage_mode != "none":
-        tail += _event({"id": "synthetic", "object": "chat.completion.chunk", "choices": [],
-                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sent,
-                                  "total_tokens": prompt_tokens + sent,
-                                  "completion_tokens_details": {"reasoning_tokens": min(reasoning, sent)}}})
+        tail += _event(
+            {
+                "id": "synthetic",
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": sent,
+                    "total_tokens": prompt_tokens + sent,
+                    "completion_tokens_details": {"reasoning_tokens": min(reasoning, sent)},
+                },
+            }
+        )
     return _Rendered(chunks, counts, tail + b"data: [DONE]\n\n")
 
 
-def _serve_forever(config: Config, port: int, counters: Counters, keep_record: bool, reuse: bool) -> None:
+def _serve_forever(
+    config: Config, port: int, counters: Counters, keep_record: bool, reuse: bool
+) -> None:
     server = SyntheticServer(config, counters, keep_record=keep_record)
 
     async def run() -> None:
@@ -334,28 +473,52 @@ def main() -> None:
     """``python -m rigbook.bench.synthetic_server --port 8123``"""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8123)
-    ap.add_argument("--rate", type=float, default=Config.rate_tok_s, help="per-request tok/s at concurrency 1")
+    ap.add_argument(
+        "--rate", type=float, default=Config.rate_tok_s, help="per-request tok/s at concurrency 1"
+    )
     ap.add_argument("--falloff", type=float, default=Config.falloff)
     ap.add_argument("--tokens-per-chunk", type=int, default=Config.tokens_per_chunk)
     ap.add_argument("--ttft-s", type=float, default=Config.ttft_s)
     ap.add_argument("--stall-s", type=float, default=Config.stall_s)
-    ap.add_argument("--fault-every", type=int, default=Config.fault_every,
-                    help="the fault scenarios fail every Nth request (1: every one)")
-    ap.add_argument("--metrics-flavor", choices=sorted(FLAVORS), default=Config.metrics_flavor,
-                    help="whose counter names /metrics uses")
-    ap.add_argument("--processes", type=int, default=1,
-                    help="serve the port from this many processes (/_record then covers one of them only)")
+    ap.add_argument(
+        "--fault-every",
+        type=int,
+        default=Config.fault_every,
+        help="the fault scenarios fail every Nth request (1: every one)",
+    )
+    ap.add_argument(
+        "--metrics-flavor",
+        choices=sorted(FLAVORS),
+        default=Config.metrics_flavor,
+        help="whose counter names /metrics uses",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="serve the port from this many processes (/_record then covers one of them only)",
+    )
     args = ap.parse_args()
-    config = Config(rate_tok_s=args.rate, falloff=args.falloff, tokens_per_chunk=args.tokens_per_chunk,
-                    ttft_s=args.ttft_s, stall_s=args.stall_s, metrics_flavor=args.metrics_flavor,
-                    fault_every=args.fault_every)
+    config = Config(
+        rate_tok_s=args.rate,
+        falloff=args.falloff,
+        tokens_per_chunk=args.tokens_per_chunk,
+        ttft_s=args.ttft_s,
+        stall_s=args.stall_s,
+        metrics_flavor=args.metrics_flavor,
+        fault_every=args.fault_every,
+    )
     counters = Counters()
     if args.processes <= 1:
         _serve_forever(config, args.port, counters, True, False)
         return
     # The falloff is per process here: each sees only its own active streams.
-    procs = [multiprocessing.Process(target=_serve_forever, args=(config, args.port, counters, False, True),
-                                     daemon=True) for _ in range(args.processes)]
+    procs = [
+        multiprocessing.Process(
+            target=_serve_forever, args=(config, args.port, counters, False, True), daemon=True
+        )
+        for _ in range(args.processes)
+    ]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # so `finally` stops the children
     for p in procs:
         p.start()

@@ -20,8 +20,11 @@ def _levels(text: str | None) -> list[int] | None:
     try:
         return [int(x) for x in text.split(",")]
     except ValueError:
-        raise InputError("E_INPUT", f"--concurrency {text!r} is not a list of positive integers",
-                         "Write e.g. --concurrency 1,4,8.") from None
+        raise InputError(
+            "E_INPUT",
+            f"--concurrency {text!r} is not a list of positive integers",
+            "Write e.g. --concurrency 1,4,8.",
+        ) from None
 
 
 class _Stop(threading.Event):
@@ -51,17 +54,41 @@ def register(app: typer.Typer) -> None:
 
     @app.command("bench")
     def bench(
-        url: str = typer.Argument(..., help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000"),
-        model: str = typer.Option(None, "--model", help="Model id (default: the first the server lists)."),
-        profile: str = typer.Option("seed", "--profile", help="Bench profile: seed (default) or quick."),
-        concurrency: str = typer.Option(None, "--concurrency", help="Concurrency levels, e.g. 1,4,8 (default: the profile's)."),
-        max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="Reply length (default: the profile's)."),
-        requests: int = typer.Option(None, "--requests", min=1, help="Burst mode: requests per level."),
-        duration: float = typer.Option(None, "--duration", min=0.1, help="Sustained mode: seconds per level."),
-        warmup: int = typer.Option(None, "--warmup", min=0, help="Warmup requests before measuring."),
-        stall_timeout: float = typer.Option(None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."),
-        recipe: str = typer.Option(None, "--recipe", help="Recipe slug (or file) the server runs; recorded with the result."),
-        out: Path = typer.Option(None, "--out", help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json)."),
+        url: str = typer.Argument(
+            ..., help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000"
+        ),
+        model: str = typer.Option(
+            None, "--model", help="Model id (default: the first the server lists)."
+        ),
+        profile: str = typer.Option(
+            "seed", "--profile", help="Bench profile: seed (default) or quick."
+        ),
+        concurrency: str = typer.Option(
+            None, "--concurrency", help="Concurrency levels, e.g. 1,4,8 (default: the profile's)."
+        ),
+        max_tokens: int = typer.Option(
+            None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
+        ),
+        requests: int = typer.Option(
+            None, "--requests", min=1, help="Burst mode: requests per level."
+        ),
+        duration: float = typer.Option(
+            None, "--duration", min=0.1, help="Sustained mode: seconds per level."
+        ),
+        warmup: int = typer.Option(
+            None, "--warmup", min=0, help="Warmup requests before measuring."
+        ),
+        stall_timeout: float = typer.Option(
+            None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."
+        ),
+        recipe: str = typer.Option(
+            None,
+            "--recipe",
+            help="Recipe slug (or file) the server runs; recorded with the result.",
+        ),
+        out: Path = typer.Option(
+            None, "--out", help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json)."
+        ),
         as_json: bool = JsonOption,
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
@@ -69,18 +96,31 @@ def register(app: typer.Typer) -> None:
             from rigbook.bench.measure import MeasureRequest, measure
             from rigbook.bench.progress import LiveProgress, render_result
 
-            request = MeasureRequest(url=url, model=model, profile=profile, concurrency=_levels(concurrency),
-                                     max_tokens=max_tokens, requests=requests, duration_s=duration,
-                                     warmup=warmup, stall_timeout_s=stall_timeout,
-                                     recipe=recipe, out=out)
+            request = MeasureRequest(
+                url=url,
+                model=model,
+                profile=profile,
+                concurrency=_levels(concurrency),
+                max_tokens=max_tokens,
+                requests=requests,
+                duration_s=duration,
+                warmup=warmup,
+                stall_timeout_s=stall_timeout,
+                recipe=recipe,
+                out=out,
+            )
             live = LiveProgress(enabled=not as_json)
             with live, _stop_on_signals() as stop:
                 done = measure(request, stop, progress=live.update)
             result = done.result
-            summary = {"result": str(done.result_path), "journal": str(done.journal_path),
-                       "cut_short": result.conditions.cut_short, "warnings": result.warnings,
-                       "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
-                       "perf_points": [p.model_dump(mode="json") for p in result.perf_points]}
+            summary = {
+                "result": str(done.result_path),
+                "journal": str(done.journal_path),
+                "cut_short": result.conditions.cut_short,
+                "warnings": result.warnings,
+                "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
+                "perf_points": [p.model_dump(mode="json") for p in result.perf_points],
+            }
             if done.verdict:
                 summary["error"] = done.verdict.error().to_dict()
             emit(summary, as_json, lambda: render_result(result, done.result_path))
@@ -88,14 +128,20 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(done.verdict.error().exit_code)
             if done.verdict:
                 raise done.verdict.error()
-            if stop.signum is not None:  # cut short: what was measured is written, but the run is not whole
+            if (
+                stop.signum is not None
+            ):  # cut short: what was measured is written, but the run is not whole
                 raise typer.Exit(128 + stop.signum)
 
     @app.command("report")
     def report(
-        result: Path = typer.Argument(..., help="A result file, or a *.journal.jsonl of a run that was killed."),
+        result: Path = typer.Argument(
+            ..., help="A result file, or a *.journal.jsonl of a run that was killed."
+        ),
         fmt: str = typer.Option("md", "--format", help="md or html."),
-        out: Path = typer.Option(None, "--out", help="Directory for the report and plots (default: beside the result)."),
+        out: Path = typer.Option(
+            None, "--out", help="Directory for the report and plots (default: beside the result)."
+        ),
         as_json: bool = JsonOption,
     ) -> None:
         """Write plots (PNG) and a Markdown or HTML report for a result."""
@@ -108,18 +154,25 @@ def register(app: typer.Typer) -> None:
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
             if result.name.endswith(".journal.jsonl"):
                 res = rebuild(result)
-                rebuilt = result.with_name(result.name.removesuffix(".journal.jsonl") + ".rebuilt.json")
+                rebuilt = result.with_name(
+                    result.name.removesuffix(".journal.jsonl") + ".rebuilt.json"
+                )
                 save_result(res, rebuilt)
             else:
                 res, rebuilt = load_result(result), None
             target = out or result.parent / (result.name.split(".")[0] + "-report")
             written = write_report(res, target, fmt)
-            value = {"report": str(written.report), "plots": [str(p) for p in written.plots],
-                     "rebuilt_result": str(rebuilt) if rebuilt else None}
+            value = {
+                "report": str(written.report),
+                "plots": [str(p) for p in written.plots],
+                "rebuilt_result": str(rebuilt) if rebuilt else None,
+            }
 
             def render() -> None:
                 if rebuilt:
-                    err_console.print(f"[yellow]warning[W_CUT_SHORT][/]: rebuilt from the journal; wrote {rebuilt}")
+                    err_console.print(
+                        f"[yellow]warning[W_CUT_SHORT][/]: rebuilt from the journal; wrote {rebuilt}"
+                    )
                 console.print(f"report: {written.report}")
                 for p in written.plots:
                     console.print(f"plot:   {p}")
