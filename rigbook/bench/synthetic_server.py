@@ -322,6 +322,8 @@ class SyntheticServer:
                 },
             )
             return
+        # early-eos just ends short (total halved); the others break the stream half-way
+        midway = fault in ("error", "stall", "drop")
         events = _events(
             model,
             cfg.tokens_per_chunk,
@@ -341,7 +343,7 @@ class SyntheticServer:
             k, due, perf = 0, time.perf_counter(), time.perf_counter
             counts, n_chunks = events.counts, len(events.chunks)
             while k < n_chunks:
-                if fault and sent >= total // 2:
+                if midway and sent >= total // 2:
                     await self._fault(writer, fault)
                     return
                 # Every event already due goes out in one write: a server that fell behind
@@ -349,7 +351,7 @@ class SyntheticServer:
                 now = perf()
                 j = k
                 while (
-                    j < n_chunks and (j == k or due <= now) and not (fault and sent >= total // 2)
+                    j < n_chunks and (j == k or due <= now) and not (midway and sent >= total // 2)
                 ):
                     due += counts[j] / self._rate()
                     sent += counts[j]
