@@ -11,7 +11,8 @@ scenario:
   every third request (server sequence 2, 5, 8 …; ``--fault-every``) stops early, sends an in-band
   error, goes silent for ``stall_s``, or drops the connection half-way.
 
-The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``.
+The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
+a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
 ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /metrics`` gives Prometheus counters named as vLLM names
@@ -39,6 +40,8 @@ from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rigbook.bench.synthetic_curves import Curve
+
 SCENARIOS = ("synthetic", "synthetic-final", "synthetic-nousage", "synthetic-reasoning",
              "synthetic-early-eos", "synthetic-error", "synthetic-stall", "synthetic-drop")
 
@@ -54,6 +57,7 @@ class Config:
     reasoning_tokens: int = 24
     stall_s: float = 3.0
     fault_every: int = 3
+    curve: Curve | None = None  # a known load curve (synthetic_curves) in place of rate and falloff
     metrics_flavor: str = "vllm"
 
 
@@ -143,6 +147,7 @@ class SyntheticServer:
         self.active = 0
         self._seq: dict[str, int] = {}
         self.port: int | None = None
+        self._factors = self.config.curve.factors() if self.config.curve else None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
         server = await asyncio.start_server(self._handle, host, port, backlog=4096, reuse_port=reuse_port)
@@ -160,7 +165,7 @@ class SyntheticServer:
                 await self._json(writer, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "synthetic"}
                                                                      for m in SCENARIOS]})
             elif method == "GET" and path == "/_record":
-                await self._json(writer, {"config": self.config.__dict__, "active": self.active, "requests": [s.to_dict() for s in self.record]})
+                await self._json(writer, {"config": self._config_json(), "active": self.active, "requests": [s.to_dict() for s in self.record]})
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
@@ -187,7 +192,13 @@ class SyntheticServer:
                      f"Connection: close\r\n\r\n".encode() + data)
         await writer.drain()
 
+    def _config_json(self) -> dict:
+        curve = self.config.curve
+        return {**self.config.__dict__, "curve": curve.model_dump() if curve else None}
+
     def _rate(self) -> float:
+        if self.config.curve:
+            return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
     async def _chat(self, writer: asyncio.StreamWriter, req: dict, arrival: float) -> None:
@@ -201,6 +212,11 @@ class SyntheticServer:
         fault = model.removeprefix("synthetic-") if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1 else None
         prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
         served = Served(seq=seq, model=model, arrival=arrival, prompt_tokens=len(prompt.split()), fault=fault)
+        curve = cfg.curve
+        if curve and curve.refuses(self.active + 1):
+            await self._json(writer, {"error": {"message": "synthetic: over capacity"}}, status=503)
+            return
+        factor = curve.factor(self._factors) if curve else 1.0
         if self.keep_record:
             self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
@@ -227,7 +243,7 @@ class SyntheticServer:
         self.active += 1
         sent = 0
         try:
-            await asyncio.sleep(cfg.ttft_s)
+            await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
             k, due, perf = 0, time.perf_counter(), time.perf_counter
             counts, n_chunks = events.counts, len(events.chunks)
             while k < n_chunks:
@@ -239,7 +255,7 @@ class SyntheticServer:
                 now = perf()
                 j = k
                 while j < n_chunks and (j == k or due <= now) and not (fault and sent >= total // 2):
-                    due += counts[j] / self._rate()
+                    due += counts[j] / (self._rate() * factor)
                     sent += counts[j]
                     j += 1
                 writer.write(b"".join(events.chunks[k:j]) if j > k + 1 else events.chunks[k])
@@ -345,10 +361,12 @@ def main() -> None:
                     help="whose counter names /metrics uses")
     ap.add_argument("--processes", type=int, default=1,
                     help="serve the port from this many processes (/_record then covers one of them only)")
+    ap.add_argument("--curve", type=Curve.model_validate_json, default=None,
+                    help='a known load curve as JSON, e.g. \'{"shape": "cliff", "knee": 12}\'')
     args = ap.parse_args()
     config = Config(rate_tok_s=args.rate, falloff=args.falloff, tokens_per_chunk=args.tokens_per_chunk,
                     ttft_s=args.ttft_s, stall_s=args.stall_s, metrics_flavor=args.metrics_flavor,
-                    fault_every=args.fault_every)
+                    fault_every=args.fault_every, curve=args.curve)
     counters = Counters()
     if args.processes <= 1:
         _serve_forever(config, args.port, counters, True, False)

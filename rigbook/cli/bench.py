@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report(
-        result: Path = typer.Argument(..., help="A result file, or a *.journal.jsonl of a run that was killed."),
+        result: Path = typer.Argument(..., help="A bench or capacity result file, or a *.journal.jsonl of a killed bench run."),
         fmt: str = typer.Option("md", "--format", help="md or html."),
         out: Path = typer.Option(None, "--out", help="Directory for the report and plots (default: beside the result)."),
         as_json: bool = JsonOption,
@@ -106,14 +106,22 @@ def register(app: typer.Typer) -> None:
 
             if fmt not in ("md", "html"):
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
-            if result.name.endswith(".journal.jsonl"):
+            from rigbook.capacity.result import is_capacity_file
+
+            target = out or result.parent / (result.name.split(".")[0] + "-report")
+            if is_capacity_file(result):  # the capacity curve with its SLO lines, and the probes' bench report
+                from rigbook.capacity.chart import write_capacity_report
+                from rigbook.capacity.result import load_capacity
+
+                written, rebuilt = write_capacity_report(load_capacity(result), target, fmt), None
+            elif result.name.endswith(".journal.jsonl"):
                 res = rebuild(result)
                 rebuilt = result.with_name(result.name.removesuffix(".journal.jsonl") + ".rebuilt.json")
                 save_result(res, rebuilt)
+                written = write_report(res, target, fmt)
             else:
-                res, rebuilt = load_result(result), None
-            target = out or result.parent / (result.name.split(".")[0] + "-report")
-            written = write_report(res, target, fmt)
+                rebuilt = None
+                written = write_report(load_result(result), target, fmt)
             value = {"report": str(written.report), "plots": [str(p) for p in written.plots],
                      "rebuilt_result": str(rebuilt) if rebuilt else None}
 

@@ -1,0 +1,58 @@
+"""What `rigbook capacity` prints: a line per probe as it ends, the probe table, the sentence."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from rigbook.capacity.result import CapacityResult
+from rigbook.capacity.search import ProbeOutcome
+from rigbook.capacity.slo import KINDS
+
+
+def _v(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "":
+        return f"{100 * value:.0f}%"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def probe_line(o: ProbeOutcome) -> str:
+    """'probe 3: 8 users (double) pass — per_user_tok_s 23.1, ttft_p99_ms 840'."""
+    terms = ", ".join(f"{r.term} {_v(r.value, KINDS[r.term].unit)}{'' if r.passed else ' ✗'}"
+                      for r in o.readings)
+    text = f"probe {o.cell + 1}: {o.concurrency} users ({o.purpose}) {o.verdict} — {terms}"
+    if o.stopped_early:
+        text += f"; stopped: {o.stopped_early}"
+    if o.client_bound:
+        text += "; client_bound"
+    return text
+
+
+def probe_table(result: CapacityResult) -> Table:
+    """One row per probe, with each term's value (✗ where it failed)."""
+    names = [t.name for t in result.slo.terms]
+    t = Table(title=f"capacity at {result.slo.text}", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1),
+              pad_edge=False)
+    for col in ("#", "users", "why", "verdict", *names, "agg tok/s", "ok/fail"):
+        t.add_column(col, justify="left" if col in ("why", "verdict") else "right", no_wrap=True)
+    for o in result.probes:
+        cells = []
+        for name in names:
+            r = next(x for x in o.readings if x.term == name)
+            cells.append(_v(r.value, KINDS[name].unit) + ("" if r.passed else " ✗"))
+        verdict = o.verdict + (" (early)" if o.stopped_early else "") + \
+            (" client_bound" if o.client_bound else "")
+        t.add_row(str(o.cell + 1), str(o.concurrency), o.purpose, verdict, *cells,
+                  _v(o.aggregate_tok_s, "tok/s"), f"{o.requests_ok}/{o.requests_failed}")
+    return t
+
+
+def summary(result: CapacityResult, path: str) -> dict:
+    """The JSON `rigbook capacity --json` prints."""
+    return {"result": path, "journal": result.bench.journal, "sentence": result.answer.sentence,
+            "slo": result.slo.text, "answer": result.answer.model_dump(mode="json"),
+            "probes": [o.model_dump(mode="json") for o in result.probes],
+            "perf_points": [p.model_dump(mode="json", exclude_none=True) for p in result.perf_points],
+            "warnings": result.warnings, "load": result.load}

@@ -1,0 +1,36 @@
+"""Run a capacity search against a synthetic server that serves a known curve."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rigbook.bench.profiles import get_profile
+from rigbook.bench.runner import BenchSpec
+from rigbook.bench.synthetic_curves import Curve
+from rigbook.bench.telemetry import Sampler
+from rigbook.capacity import CapacityResult, CapacitySpec, SearchSettings, parse_slo, run_capacity
+from tests.bench.helpers import start_synthetic
+
+# 30-token replies, 3 tokens a chunk: at ~100 tok/s a request takes 0.3 s, long enough that
+# the server's timer jitter moves a rate by well under the margins the curves leave.
+MAX_TOKENS = 30
+
+
+def serve(curve: Curve):
+    """The synthetic server serving ``curve``, as its own process: (process, URL)."""
+    return start_synthetic("--curve", curve.model_dump_json())
+
+
+def capacity(url: str, out: Path, slo: str, stop: asyncio.Event | None = None,
+             **settings) -> CapacityResult:
+    spec = CapacitySpec(
+        slo=parse_slo(slo), settings=SearchSettings(**settings),
+        bench=BenchSpec(url=url, model="synthetic", profile=get_profile("quick"), max_tokens=MAX_TOKENS,
+                        warmup=0, out=out))
+
+    async def go() -> CapacityResult:
+        return await run_capacity(spec, rig=None, rig_unavailable="test", stop=stop or asyncio.Event(),
+                                  sampler=Sampler(None, "no GPU in tests"))
+
+    return asyncio.run(go())

@@ -1,0 +1,169 @@
+"""Capacity on the synthetic server, whose curve is known: the answer is the true one, or one below.
+
+Each curve serves real HTTP on loopback from its own process; the true users-at-SLO comes from
+the curve itself (:meth:`Curve.users_at`), never from the code under test.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from rigbook.bench.synthetic_curves import Curve
+from rigbook.capacity.result import load_capacity
+from tests.capacity.helpers import capacity, serve
+
+
+@pytest.fixture
+def server(request):
+    proc, url = serve(request.param)
+    yield request.param, url
+    proc.terminate()
+    proc.wait(10)
+
+
+def served(url: str) -> list[dict]:
+    return httpx.get(url + "/_record").json()["requests"]
+
+
+def assert_found(result, true: int) -> None:
+    assert result.answer.users in (true, true - 1), (result.answer.users, true, result.answer.sentence)
+    assert result.answer.complete
+    # On a loaded machine the bench may find the client late at the failing level; the answer is
+    # then marked a lower bound and says why, but the level found is the same.
+    if result.answer.lower_bound:
+        assert "client set the pace" in result.answer.lower_bound_why
+        assert result.answer.sentence.startswith(f"This rig serves at least {result.answer.users} users")
+        assert result.answer.binding is None
+    # The rule the answer follows: every run at the answer passed, the level above failed.
+    runs = [p for p in result.probes if p.concurrency == result.answer.users]
+    assert runs and all(p.verdict == "pass" for p in runs)
+    assert len(runs) == 1 + result.settings.reruns
+    assert result.answer.first_fail_concurrency == result.answer.users + 1
+
+
+HYPERBOLIC = Curve(shape="hyperbolic", rate_tok_s=120, falloff=0.25)  # 60.0 at 5, 53.3 at 6
+CLIFF = Curve(shape="cliff", rate_tok_s=100, knee=12, drop=0.5)  # 100 up to 12, 50 at 13
+TTFT = Curve(shape="linear", rate_tok_s=100, falloff=0.02, ttft_s=0.02, ttft_per_user_s=0.02)
+
+
+@pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
+def test_hyperbolic_curve(server, tmp_path):
+    curve, url = server
+    true = curve.users_at(min_rate=56.5)
+    assert true == 5
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=56.5")
+    assert_found(result, true)
+    # Doubling to the first failure, then bisection: 1, 2, 4, 8, then 6 and 5 (or 7), then re-runs.
+    assert [p.concurrency for p in result.probes][:4] == [1, 2, 4, 8]
+    assert "users at ≥ 56.5 tok/s each (" in result.answer.sentence
+    failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
+    assert failed.binding == ["per_user_tok_s"]
+    if not result.answer.lower_bound:
+        assert result.answer.binding == "per_user_tok_s"
+        assert result.answer.sentence.endswith("(binding: per-user rate).")
+
+
+@pytest.mark.parametrize("server", [CLIFF], indirect=True)
+def test_cliff_one_more_user_breaks_it(server, tmp_path):
+    curve, url = server
+    true = curve.users_at(min_rate=90)
+    assert true == 12
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90,ttft_p99_ms<=2000")
+    assert_found(result, true)
+    first_fail = next(p for p in result.probes if p.cell == result.answer.first_fail)
+    # A cliff fails beyond doubt: the probe stops well before its planned requests are done.
+    assert first_fail.stopped_early and first_fail.requests_ok < first_fail.requests_planned
+    # The spread over the boundary's runs is reported, and a steady server's is small.
+    rate = next(s for s in result.answer.spread if s.term == "per_user_tok_s")
+    assert len(rate.values) == 3 and rate.spread_pct < 10
+    assert result.answer.aggregate_tok_s == pytest.approx(12 * 100, rel=0.15)
+
+
+@pytest.mark.parametrize("server", [TTFT], indirect=True)
+def test_first_token_latency_binds(server, tmp_path):
+    curve, url = server
+    true = curve.users_at(min_rate=50, max_ttft_s=0.130)
+    assert true == 6  # 120 ms at 6 users, 140 ms at 7; the rate allows 26
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=50,ttft_p99_ms<=130")
+    assert_found(result, true)
+    failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
+    assert failed.binding == ["ttft_p99_ms"]
+    if not result.answer.lower_bound:
+        assert "(binding: TTFT p99)" in result.answer.sentence
+
+
+@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=120, falloff=0.25, noise=0.1, seed=7)],
+                         indirect=True)
+def test_noisy_server(server, tmp_path):
+    """Each request gets its own rate (sd 10%); more rounds and the re-runs keep the answer true."""
+    curve, url = server
+    true = curve.users_at(min_rate=56.5)
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=56.5", rounds=5)
+    assert result.answer.users in (true, true - 1), result.answer.sentence
+    rate = next(s for s in result.answer.spread if s.term == "per_user_tok_s")
+    assert all(v >= 56.5 for v in rate.values)
+
+
+@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=100, falloff=0.05, fail_above=6)],
+                         indirect=True)
+def test_never_pushes_past_the_first_failing_level(server, tmp_path):
+    curve, url = server
+    true = curve.users_at(min_rate=20)
+    assert true == 6
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=20")
+    assert_found(result, true)
+    failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
+    assert "error_rate" in failed.binding and failed.stopped_early
+    # No probe ran above a level that had already failed.
+    for i, p in enumerate(result.probes):
+        assert all(p.concurrency < q.concurrency for q in result.probes[:i] if q.verdict == "fail")
+    assert max(p.concurrency for p in result.probes) == 8
+    # Every failing probe stopped at once: few requests were refused in all.
+    refused = sum(p.requests_failed for p in result.probes)
+    assert 0 < refused <= 2 * sum(p.verdict == "fail" for p in result.probes)
+    assert len(served(url)) < sum(p.requests_planned for p in result.probes)
+
+
+@pytest.mark.parametrize("server", [CLIFF], indirect=True)
+def test_every_level_passing_is_a_lower_bound(server, tmp_path):
+    curve, url = server
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90", max_concurrency=6, reruns=1)
+    assert result.answer.users == 6 and result.answer.lower_bound
+    assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 6]
+    assert result.answer.sentence.startswith("This rig serves at least 6 users")
+    assert any(w.startswith("W_CAPACITY_LOWER_BOUND") for w in result.warnings)
+    assert result.perf_points[0].users_at_slo_lower_bound is True
+
+
+@pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
+def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
+    curve, url = server
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=500")
+    assert result.answer.users == 0 and [p.concurrency for p in result.probes] == [1]
+    assert result.answer.sentence.startswith("This rig serves no user at ≥ 500 tok/s each: one user alone gets")
+    assert result.perf_points == []
+
+
+@pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
+def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
+    curve, url = server
+    out = tmp_path / "c.json"
+    result = capacity(url, out, "per_user_tok_s>=56.5", reruns=1)
+    loaded = load_capacity(out)
+    assert loaded == result
+    assert loaded.slo.text == "per_user_tok_s>=56.5,error_rate<=0"
+    assert [c.concurrency for c in loaded.bench.cells] == [p.concurrency for p in loaded.probes]
+    assert sum(len(c.requests) for c in loaded.bench.cells) == \
+        sum(p.requests_ok + p.requests_failed for p in loaded.probes)
+    point = loaded.perf_points[0]
+    boundary = loaded.bench.cells[loaded.answer.last_pass]
+    assert point.users_at_slo == point.concurrency == loaded.answer.users
+    assert point.slo == loaded.slo.text and point.claimed_by == "measured"
+    assert point.per_request_decode_tok_s_median == boundary.metrics.per_request_decode_tok_s.p50
+    # The term values are the bench's own cell metrics, not a second computation.
+    reading = next(r for r in loaded.probes[0].readings if r.term == "per_user_tok_s")
+    assert reading.value == loaded.bench.cells[0].metrics.per_request_decode_tok_s.p50
+    journal = out.with_name("c.journal.jsonl")
+    assert journal.exists() and sum(1 for line in journal.open() if '"type": "request"' in line) == \
+        sum(len(c.requests) for c in loaded.bench.cells)
