@@ -91,12 +91,13 @@ def sentence(slo: Slo, users: int, binding: str | None, lower_bound_why: str | N
     TTFT p99 ≤ 2 s (binding: per-user rate).'"""
     shown = [t for t in slo.terms if not (t.name == "error_rate" and t.threshold == 0)]
     terms = ", ".join(t.phrase() for t in shown)
-    who = f"at least {_users(users)}" if lower_bound_why else _users(users)
+    who = f"at least {_users(users)}" if lower_bound_why and users else _users(users)
     text = f"This rig serves {who} at {terms}"
-    if users == 0 and one_user is not None and binding is not None:
-        got = next((r.value for r in one_user.readings if r.term == binding), None)
-        if got is not None and binding != "error_rate":
-            text += f": one user alone gets {KINDS[binding].label} {got:.4g} {KINDS[binding].unit}"
+    term = binding or (one_user.binding[0] if one_user is not None and one_user.binding else None)
+    if users == 0 and one_user is not None and term is not None and term != "error_rate":
+        got = next((r.value for r in one_user.readings if r.term == term), None)
+        if got is not None:
+            text += f": one user alone gets {KINDS[term].label} {got:.4g} {KINDS[term].unit}"
     if binding:
         text += f" (binding: {KINDS[binding].label})"
     elif lower_bound_why:
@@ -118,8 +119,8 @@ def decide(slo: Slo, settings: SearchSettings, outcomes: list[ProbeOutcome],
     elif fail is None:
         why = f"every probe passed up to --max-concurrency {settings.max_concurrency}"
     elif fail.client_bound:
-        why = (f"the client set the pace at {fail.concurrency} users, so that failure may be the "
-               f"client's")
+        why = (f"the client set the pace at {_users(fail.concurrency)}, so that failure may be "
+               f"the client's")
     binding = _worst(fail) if fail is not None and not fail.client_bound else None
     closest = None
     if fail is None and runs:

@@ -92,8 +92,8 @@ class SloTerm(BaseModel):
         """Headroom as a fraction of the threshold: positive passes, negative fails."""
         if value is None:
             return None
-        if self.threshold == 0:
-            return 0.0 if value == 0 else -math.inf
+        if self.threshold == 0:  # no fraction of nothing: met exactly, or not at all
+            return 0.0 if value == 0 else None
         diff = value - self.threshold if self.op == ">=" else self.threshold - value
         return diff / self.threshold
 

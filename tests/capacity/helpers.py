@@ -24,6 +24,8 @@ def serve(curve: Curve):
 
 def capacity(url: str, out: Path, slo: str, stop: asyncio.Event | None = None,
              **settings) -> CapacityResult:
+    """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told."""
+    settings = {"rounds": 2, "reruns": 1, **settings}
     spec = CapacitySpec(
         slo=parse_slo(slo), settings=SearchSettings(**settings),
         bench=BenchSpec(url=url, model="synthetic", profile=get_profile("quick"), max_tokens=MAX_TOKENS,

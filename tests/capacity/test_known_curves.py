@@ -42,21 +42,24 @@ def assert_found(result, true: int) -> None:
     assert result.answer.first_fail_concurrency == result.answer.users + 1
 
 
-HYPERBOLIC = Curve(shape="hyperbolic", rate_tok_s=120, falloff=0.25)  # 60.0 at 5, 53.3 at 6
-CLIFF = Curve(shape="cliff", rate_tok_s=100, knee=12, drop=0.5)  # 100 up to 12, 50 at 13
-TTFT = Curve(shape="linear", rate_tok_s=100, falloff=0.02, ttft_s=0.02, ttft_per_user_s=0.02)
+# Thresholds sit about 10% from the curve on both sides of the answer: on this project's shared
+# two-core machine a loaded server runs late by a few per cent, and the test must not measure that.
+HYPERBOLIC = Curve(shape="hyperbolic", rate_tok_s=120, falloff=1.0)  # 30 tok/s at 4, 24 at 5
+CLIFF = Curve(shape="cliff", rate_tok_s=100, knee=12, drop=0.4)  # 100 up to 12, 40 at 13
+TTFT = Curve(shape="linear", rate_tok_s=100, falloff=0.02, ttft_s=0.02, ttft_per_user_s=0.1)
 
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
 def test_hyperbolic_curve(server, tmp_path):
     curve, url = server
-    true = curve.users_at(min_rate=56.5)
-    assert true == 5
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=56.5")
+    true = curve.users_at(min_rate=27)
+    assert true == 4
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=27")
     assert_found(result, true)
-    # Doubling to the first failure, then bisection: 1, 2, 4, 8, then 6 and 5 (or 7), then re-runs.
-    assert [p.concurrency for p in result.probes][:4] == [1, 2, 4, 8]
-    assert "users at ≥ 56.5 tok/s each (" in result.answer.sentence
+    # Doubling to the first failure, then bisection: 1, 2, 4, 8, then 6 and 5, then re-runs of 4.
+    expected = [1, 2, 4, 8, 6, 5, 4] if result.answer.users == 4 else [1, 2, 4, 3, 3]
+    assert [p.concurrency for p in result.probes] == expected
+    assert "users at ≥ 27 tok/s each (" in result.answer.sentence
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
     assert failed.binding == ["per_user_tok_s"]
     if not result.answer.lower_bound:
@@ -69,23 +72,27 @@ def test_cliff_one_more_user_breaks_it(server, tmp_path):
     curve, url = server
     true = curve.users_at(min_rate=90)
     assert true == 12
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90,ttft_p99_ms<=2000")
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90,ttft_p99_ms<=2000", reruns=2)
     assert_found(result, true)
     first_fail = next(p for p in result.probes if p.cell == result.answer.first_fail)
     # A cliff fails beyond doubt: the probe stops well before its planned requests are done.
     assert first_fail.stopped_early and first_fail.requests_ok < first_fail.requests_planned
     # The spread over the boundary's runs is reported, and a steady server's is small.
     rate = next(s for s in result.answer.spread if s.term == "per_user_tok_s")
-    assert len(rate.values) == 3 and rate.spread_pct < 10
-    assert result.answer.aggregate_tok_s == pytest.approx(12 * 100, rel=0.15)
+    assert len(rate.values) == 3 and rate.spread_pct < 10 and min(rate.values) >= 90
+    # The aggregate is the boundary runs' median, and no more than the curve allows (the first
+    # token and the gaps between one user's requests only lower it).
+    runs = sorted(result.bench.cells[i].metrics.aggregate_tok_s for i in result.answer.boundary_cells)
+    assert result.answer.aggregate_tok_s == runs[1]
+    assert 0 < result.answer.aggregate_tok_s <= 1.02 * result.answer.users * 100
 
 
 @pytest.mark.parametrize("server", [TTFT], indirect=True)
 def test_first_token_latency_binds(server, tmp_path):
     curve, url = server
-    true = curve.users_at(min_rate=50, max_ttft_s=0.130)
-    assert true == 6  # 120 ms at 6 users, 140 ms at 7; the rate allows 26
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=50,ttft_p99_ms<=130")
+    true = curve.users_at(min_rate=50, max_ttft_s=0.270)
+    assert true == 3  # 220 ms at 3 users, 320 ms at 4; the rate allows 26
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=50,ttft_p99_ms<=270")
     assert_found(result, true)
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
     assert failed.binding == ["ttft_p99_ms"]
@@ -93,16 +100,19 @@ def test_first_token_latency_binds(server, tmp_path):
         assert "(binding: TTFT p99)" in result.answer.sentence
 
 
-@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=120, falloff=0.25, noise=0.1, seed=7)],
+@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=120, falloff=1.0, noise=0.15, seed=7)],
                          indirect=True)
 def test_noisy_server(server, tmp_path):
-    """Each request gets its own rate (sd 10%); more rounds and the re-runs keep the answer true."""
+    """Each request gets its own rate (sd 15%); more rounds and the re-runs keep the answer true."""
     curve, url = server
-    true = curve.users_at(min_rate=56.5)
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=56.5", rounds=5)
+    true = curve.users_at(min_rate=27)
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=27", rounds=4, reruns=2)
     assert result.answer.users in (true, true - 1), result.answer.sentence
     rate = next(s for s in result.answer.spread if s.term == "per_user_tok_s")
-    assert all(v >= 56.5 for v in rate.values)
+    assert len(rate.values) == 3 and all(v >= 27 for v in rate.values)
+    # The per-request rates really are spread: the noise is the server's, not the test's.
+    boundary = result.bench.cells[result.answer.last_pass].metrics.per_request_decode_tok_s
+    assert boundary.p90 > 1.1 * boundary.p10
 
 
 @pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=100, falloff=0.05, fail_above=6)],
@@ -128,7 +138,7 @@ def test_never_pushes_past_the_first_failing_level(server, tmp_path):
 @pytest.mark.parametrize("server", [CLIFF], indirect=True)
 def test_every_level_passing_is_a_lower_bound(server, tmp_path):
     curve, url = server
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90", max_concurrency=6, reruns=1)
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90", max_concurrency=6)
     assert result.answer.users == 6 and result.answer.lower_bound
     assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 6]
     assert result.answer.sentence.startswith("This rig serves at least 6 users")
@@ -141,6 +151,7 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
     curve, url = server
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=500")
     assert result.answer.users == 0 and [p.concurrency for p in result.probes] == [1]
+    assert result.probes[0].stopped_early
     assert result.answer.sentence.startswith("This rig serves no user at ≥ 500 tok/s each: one user alone gets")
     assert result.perf_points == []
 
@@ -149,10 +160,10 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
 def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     curve, url = server
     out = tmp_path / "c.json"
-    result = capacity(url, out, "per_user_tok_s>=56.5", reruns=1)
+    result = capacity(url, out, "per_user_tok_s>=27")
     loaded = load_capacity(out)
     assert loaded == result
-    assert loaded.slo.text == "per_user_tok_s>=56.5,error_rate<=0"
+    assert loaded.slo.text == "per_user_tok_s>=27,error_rate<=0"
     assert [c.concurrency for c in loaded.bench.cells] == [p.concurrency for p in loaded.probes]
     assert sum(len(c.requests) for c in loaded.bench.cells) == \
         sum(p.requests_ok + p.requests_failed for p in loaded.probes)
