@@ -30,22 +30,28 @@ def probe_line(o: ProbeOutcome) -> str:
     return text
 
 
+_WHY = {"double": "×2", "bisect": "½", "rerun": "again"}
+
+
 def probe_table(result: CapacityResult) -> Table:
-    """One row per probe, with each term's value (✗ where it failed)."""
+    """One row per probe, with each term's value (✗ where it failed); ``*`` marks a client-bound
+    probe, ``early`` one stopped when a term was broken beyond doubt."""
     names = [t.name for t in result.slo.terms]
     t = Table(title=f"capacity at {result.slo.text}", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1),
               pad_edge=False)
-    for col in ("#", "users", "why", "verdict", *names, "agg tok/s", "ok/fail"):
-        t.add_column(col, justify="left" if col in ("why", "verdict") else "right", no_wrap=True)
+    for col in ("#", "users", "step", "verdict", *names, "agg tok/s", "ok/fail"):
+        t.add_column(col.replace("_", "_\n", 1) if col in names else col,
+                     justify="left" if col in ("step", "verdict") else "right", no_wrap=True)
     for o in result.probes:
         cells = []
         for name in names:
             r = next(x for x in o.readings if x.term == name)
             cells.append(_v(r.value, KINDS[name].unit) + ("" if r.passed else " ✗"))
-        verdict = o.verdict + (" (early)" if o.stopped_early else "") + \
-            (" client_bound" if o.client_bound else "")
-        t.add_row(str(o.cell + 1), str(o.concurrency), o.purpose, verdict, *cells,
+        verdict = o.verdict + (" early" if o.stopped_early else "") + ("*" if o.client_bound else "")
+        t.add_row(str(o.cell + 1), str(o.concurrency), _WHY[o.purpose], verdict, *cells,
                   _v(o.aggregate_tok_s, "tok/s"), f"{o.requests_ok}/{o.requests_failed}")
+    if any(o.client_bound for o in result.probes):
+        t.caption = "* client-bound: the bench found the client late (see the warnings)"
     return t
 
 

@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
                 for w in result.warnings:
                     code, _, text = w.partition(":")
                     err_console.print(f"[yellow]warning[{code}][/]:{text}", highlight=False)
-                console.print(result.answer.sentence, highlight=False)
-                console.print(f"result: {target}", highlight=False)
+                console.print(result.answer.sentence, highlight=False, soft_wrap=True)
+                console.print(f"result: {target}", highlight=False, soft_wrap=True)
 
             emit(summary(result, str(target)), as_json, render)
