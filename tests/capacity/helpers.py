@@ -22,9 +22,10 @@ def serve(curve: Curve):
     return start_synthetic("--curve", curve.model_dump_json())
 
 
-def capacity(url: str, out: Path, slo: str, stop: asyncio.Event | None = None,
+def capacity(url: str, out: Path, slo: str, stop_after: int | None = None,
              **settings) -> CapacityResult:
-    """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told."""
+    """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told.
+    ``stop_after``: set the stop event (as Ctrl-C does) once that many probes have ended."""
     settings = {"rounds": 2, "reruns": 1, **settings}
     spec = CapacitySpec(
         slo=parse_slo(slo), settings=SearchSettings(**settings),
@@ -32,7 +33,14 @@ def capacity(url: str, out: Path, slo: str, stop: asyncio.Event | None = None,
                         warmup=0, out=out))
 
     async def go() -> CapacityResult:
-        return await run_capacity(spec, rig=None, rig_unavailable="test", stop=stop or asyncio.Event(),
-                                  sampler=Sampler(None, "no GPU in tests"))
+        stop, ended = asyncio.Event(), []
+
+        def on_probe(outcome) -> None:
+            ended.append(outcome)
+            if len(ended) == stop_after:
+                stop.set()
+
+        return await run_capacity(spec, rig=None, rig_unavailable="test", stop=stop,
+                                  sampler=Sampler(None, "no GPU in tests"), on_probe=on_probe)
 
     return asyncio.run(go())

@@ -178,3 +178,16 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     journal = out.with_name("c.journal.jsonl")
     assert journal.exists() and sum(1 for line in journal.open() if '"type": "request"' in line) == \
         sum(len(c.requests) for c in loaded.bench.cells)
+
+
+@pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
+def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
+    """Ctrl-C (the stop event) after two probes: the file holds them and says the answer is incomplete."""
+    curve, url = server
+    out = tmp_path / "c.json"
+    result = capacity(url, out, "per_user_tok_s>=27", stop_after=2)
+    assert [p.verdict for p in result.probes] == ["pass", "pass", "stopped"]
+    assert not result.answer.complete and result.answer.lower_bound
+    assert result.answer.users == 2 and result.answer.sentence.startswith("This rig serves at least 2 users")
+    assert result.bench.conditions.cut_short
+    assert load_capacity(out) == result
