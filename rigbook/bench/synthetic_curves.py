@@ -32,13 +32,19 @@ class Curve(BaseModel):
     shape: Literal["hyperbolic", "linear", "cliff"] = "hyperbolic"
     rate_tok_s: float = Field(default=200.0, gt=0, description="Per-stream rate with one stream.")
     falloff: float = Field(default=0.25, ge=0)
-    floor: float = Field(default=0.05, gt=0, le=1, description="linear: lowest fraction of the rate.")
+    floor: float = Field(
+        default=0.05, gt=0, le=1, description="linear: lowest fraction of the rate."
+    )
     knee: int = Field(default=8, ge=1, description="cliff: most streams at the full rate.")
-    drop: float = Field(default=0.3, gt=0, le=1, description="cliff: fraction of the rate past the knee.")
+    drop: float = Field(
+        default=0.3, gt=0, le=1, description="cliff: fraction of the rate past the knee."
+    )
     ttft_s: float = Field(default=0.03, ge=0)
     ttft_per_user_s: float = Field(default=0.0, ge=0)
     fail_above: int | None = Field(default=None, ge=1, description="Refuse past this many streams.")
-    noise: float = Field(default=0.0, ge=0, description="Sd of the log of each request's rate factor.")
+    noise: float = Field(
+        default=0.0, ge=0, description="Sd of the log of each request's rate factor."
+    )
     seed: int = 0
 
     def rate(self, n: int) -> float:
@@ -66,14 +72,18 @@ class Curve(BaseModel):
         """One request's rate factor (1.0 without noise)."""
         return math.exp(rng.gauss(0.0, self.noise)) if self.noise else 1.0
 
-    def users_at(self, min_rate: float | None = None, max_ttft_s: float | None = None,
-                 limit: int = 4096) -> int:
+    def users_at(
+        self, min_rate: float | None = None, max_ttft_s: float | None = None, limit: int = 4096
+    ) -> int:
         """The true answer: most streams at which every stream gets ``min_rate`` and its first
         token within ``max_ttft_s``, and none is refused."""
         best = 0
         for n in range(1, limit + 1):
-            if self.refuses(n) or (min_rate is not None and self.rate(n) < min_rate) or \
-                    (max_ttft_s is not None and self.ttft(n) > max_ttft_s):
+            if (
+                self.refuses(n)
+                or (min_rate is not None and self.rate(n) < min_rate)
+                or (max_ttft_s is not None and self.ttft(n) > max_ttft_s)
+            ):
                 break
             best = n
         return best

@@ -11,5 +11,13 @@ from rigbook.capacity.run import CapacitySpec, machine_context, run_capacity
 from rigbook.capacity.search import SearchSettings
 from rigbook.capacity.slo import Slo, parse_slo
 
-__all__ = ["CapacityResult", "CapacitySpec", "SearchSettings", "Slo", "load_capacity",
-           "machine_context", "parse_slo", "run_capacity"]
+__all__ = [
+    "CapacityResult",
+    "CapacitySpec",
+    "SearchSettings",
+    "Slo",
+    "load_capacity",
+    "machine_context",
+    "parse_slo",
+    "run_capacity",
+]

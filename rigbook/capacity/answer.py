@@ -30,23 +30,35 @@ class Spread(BaseModel):
 class CapacityAnswer(BaseModel):
     """How many users the SLO holds for, and how sure that is."""
 
-    users: int = Field(description="Highest concurrency every run of which met the SLO, below first_fail.")
+    users: int = Field(
+        description="Highest concurrency every run of which met the SLO, below first_fail."
+    )
     lower_bound: bool = Field(description="The true number may be higher (see lower_bound_why).")
     lower_bound_why: str | None = None
     complete: bool = Field(description="False when the search was stopped before it settled.")
-    last_pass: int | None = Field(default=None, description="Cell index of the first run at `users`.")
-    first_fail: int | None = Field(default=None, description="Cell index of the run that failed at the "
-                                                             "lowest failing level.")
+    last_pass: int | None = Field(
+        default=None, description="Cell index of the first run at `users`."
+    )
+    first_fail: int | None = Field(
+        default=None, description="Cell index of the run that failed at the lowest failing level."
+    )
     first_fail_concurrency: int | None = None
     boundary_cells: list[int] = Field(default_factory=list, description="Every run at `users`.")
-    aggregate_tok_s: float | None = Field(default=None, description="Median over the boundary runs.")
+    aggregate_tok_s: float | None = Field(
+        default=None, description="Median over the boundary runs."
+    )
     gpu_count: int = 0
     aggregate_tok_s_per_gpu: float | None = None
-    binding: str | None = Field(default=None, description="The term that failed at first_fail (the "
-                                                          "worst, when several did).")
-    closest: str | None = Field(default=None, description="With no failing level: the term with "
-                                                          "least headroom at `users`.")
-    unstable: bool = Field(default=False, description="A boundary re-run failed and lowered the answer.")
+    binding: str | None = Field(
+        default=None,
+        description="The term that failed at first_fail (the worst, when several did).",
+    )
+    closest: str | None = Field(
+        default=None, description="With no failing level: the term with least headroom at `users`."
+    )
+    unstable: bool = Field(
+        default=False, description="A boundary re-run failed and lowered the answer."
+    )
     spread: list[Spread] = Field(default_factory=list)
     sentence: str
 
@@ -66,8 +78,13 @@ def _spread(slo: Slo, runs: list[ProbeOutcome]) -> list[Spread]:
         s = Spread(term=term.name, values=values)
         if known:
             mid = statistics.median(known)
-            s = s.model_copy(update={"min": min(known), "max": max(known),
-                                     "spread_pct": 100.0 * (max(known) - min(known)) / mid if mid else None})
+            s = s.model_copy(
+                update={
+                    "min": min(known),
+                    "max": max(known),
+                    "spread_pct": 100.0 * (max(known) - min(known)) / mid if mid else None,
+                }
+            )
         out.append(s)
     return out
 
@@ -77,16 +94,24 @@ def _worst(outcome: ProbeOutcome) -> str | None:
     early = [r for r in failing if r.broken_early]
     if early:
         return early[0].term
-    return min(failing, key=lambda r: r.margin if r.margin is not None else float("-inf")).term \
-        if failing else None
+    return (
+        min(failing, key=lambda r: r.margin if r.margin is not None else float("-inf")).term
+        if failing
+        else None
+    )
 
 
 def _users(n: int) -> str:
     return "no user" if n == 0 else "1 user" if n == 1 else f"{n} users"
 
 
-def sentence(slo: Slo, users: int, binding: str | None, lower_bound_why: str | None,
-             one_user: ProbeOutcome | None) -> str:
+def sentence(
+    slo: Slo,
+    users: int,
+    binding: str | None,
+    lower_bound_why: str | None,
+    one_user: ProbeOutcome | None,
+) -> str:
     """The line a person can paste, e.g. 'This rig serves 12 users at ≥ 20 tok/s each,
     TTFT p99 ≤ 2 s (binding: per-user rate).'"""
     shown = [t for t in slo.terms if not (t.name == "error_rate" and t.threshold == 0)]
@@ -105,8 +130,9 @@ def sentence(slo: Slo, users: int, binding: str | None, lower_bound_why: str | N
     return text + "."
 
 
-def decide(slo: Slo, settings: SearchSettings, outcomes: list[ProbeOutcome],
-           bench: BenchResult) -> CapacityAnswer:
+def decide(
+    slo: Slo, settings: SearchSettings, outcomes: list[ProbeOutcome], bench: BenchResult
+) -> CapacityAnswer:
     """The answer the probes support (also for a search that was stopped before it settled)."""
     b = bounds(outcomes)
     judged = [o for o in outcomes if o.verdict != "stopped"]
@@ -119,8 +145,10 @@ def decide(slo: Slo, settings: SearchSettings, outcomes: list[ProbeOutcome],
     elif fail is None:
         why = f"every probe passed up to --max-concurrency {settings.max_concurrency}"
     elif fail.client_bound:
-        why = (f"the client set the pace at {_users(fail.concurrency)}, so that failure may be "
-               f"the client's")
+        why = (
+            f"the client set the pace at {_users(fail.concurrency)}, so that failure may be "
+            f"the client's"
+        )
     binding = _worst(fail) if fail is not None and not fail.client_bound else None
     closest = None
     if fail is None and runs:
@@ -131,18 +159,28 @@ def decide(slo: Slo, settings: SearchSettings, outcomes: list[ProbeOutcome],
     gpus = _gpu_count(bench)
     one_user = next((o for o in judged if o.concurrency == 1), None)
     return CapacityAnswer(
-        users=b.users, lower_bound=why is not None, lower_bound_why=why, complete=complete,
-        last_pass=runs[0].cell if runs else None, first_fail=fail.cell if fail else None,
-        first_fail_concurrency=b.first_fail, boundary_cells=[o.cell for o in runs],
-        aggregate_tok_s=agg, gpu_count=gpus,
+        users=b.users,
+        lower_bound=why is not None,
+        lower_bound_why=why,
+        complete=complete,
+        last_pass=runs[0].cell if runs else None,
+        first_fail=fail.cell if fail else None,
+        first_fail_concurrency=b.first_fail,
+        boundary_cells=[o.cell for o in runs],
+        aggregate_tok_s=agg,
+        gpu_count=gpus,
         aggregate_tok_s_per_gpu=agg / gpus if agg is not None and gpus else None,
-        binding=binding, closest=closest,
+        binding=binding,
+        closest=closest,
         unstable=any(o.purpose == "rerun" and o.verdict == "fail" for o in outcomes),
-        spread=_spread(slo, runs), sentence=sentence(slo, b.users, binding, why, one_user),
+        spread=_spread(slo, runs),
+        sentence=sentence(slo, b.users, binding, why, one_user),
     )
 
 
-def users_point(slo: Slo, answer: CapacityAnswer, bench: BenchResult, extra: dict) -> PerfPoint | None:
+def users_point(
+    slo: Slo, answer: CapacityAnswer, bench: BenchResult, extra: dict
+) -> PerfPoint | None:
     """The answer as a ``users_at_slo`` perf point: the boundary cell's numbers at concurrency
     ``users``, with the SLO it holds for; None when no level met the SLO. ``extra`` holds what
     the recipe states (quant), as for a bench perf point."""
@@ -152,8 +190,16 @@ def users_point(slo: Slo, answer: CapacityAnswer, bench: BenchResult, extra: dic
     point = perf_point(cell, bench.conditions, extra)
     p = bench.conditions.profile
     bound = "at least " if answer.lower_bound else ""
-    notes = (f"rigbook capacity, profile {p.name} v{p.version}, SLO {slo.text}: {bound}{answer.users} "
-             f"users; decode_tok_s is their aggregate (median of {len(answer.boundary_cells)} runs)")
-    return point.model_copy(update={"decode_tok_s": answer.aggregate_tok_s, "notes": notes,
-                                    "users_at_slo": answer.users, "slo": slo.text,
-                                    "users_at_slo_lower_bound": answer.lower_bound})
+    notes = (
+        f"rigbook capacity, profile {p.name} v{p.version}, SLO {slo.text}: {bound}{answer.users} "
+        f"users; decode_tok_s is their aggregate (median of {len(answer.boundary_cells)} runs)"
+    )
+    return point.model_copy(
+        update={
+            "decode_tok_s": answer.aggregate_tok_s,
+            "notes": notes,
+            "users_at_slo": answer.users,
+            "slo": slo.text,
+            "users_at_slo_lower_bound": answer.lower_bound,
+        }
+    )

@@ -20,8 +20,9 @@ def _v(value: float | None, unit: str) -> str:
 
 def probe_line(o: ProbeOutcome) -> str:
     """'probe 3: 8 users (double) pass — per_user_tok_s 23.1, ttft_p99_ms 840'."""
-    terms = ", ".join(f"{r.term} {_v(r.value, KINDS[r.term].unit)}{'' if r.passed else ' ✗'}"
-                      for r in o.readings)
+    terms = ", ".join(
+        f"{r.term} {_v(r.value, KINDS[r.term].unit)}{'' if r.passed else ' ✗'}" for r in o.readings
+    )
     text = f"probe {o.cell + 1}: {o.concurrency} users ({o.purpose}) {o.verdict} — {terms}"
     if o.stopped_early:
         text += f"; stopped: {o.stopped_early}"
@@ -37,19 +38,35 @@ def probe_table(result: CapacityResult) -> Table:
     """One row per probe, with each term's value (✗ where it failed); ``*`` marks a client-bound
     probe, ``early`` one stopped when a term was broken beyond doubt."""
     names = [t.name for t in result.slo.terms]
-    t = Table(title=f"capacity at {result.slo.text}", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1),
-              pad_edge=False)
+    t = Table(
+        title=f"capacity at {result.slo.text}",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 0, 0, 1),
+        pad_edge=False,
+    )
     for col in ("#", "users", "step", "verdict", *names, "agg tok/s", "ok/fail"):
-        t.add_column(col.replace("_", "_\n", 1) if col in names else col,
-                     justify="left" if col in ("step", "verdict") else "right", no_wrap=True)
+        t.add_column(
+            col.replace("_", "_\n", 1) if col in names else col,
+            justify="left" if col in ("step", "verdict") else "right",
+            no_wrap=True,
+        )
     for o in result.probes:
         cells = []
         for name in names:
             r = next(x for x in o.readings if x.term == name)
             cells.append(_v(r.value, KINDS[name].unit) + ("" if r.passed else " ✗"))
-        verdict = o.verdict + (" early" if o.stopped_early else "") + ("*" if o.client_bound else "")
-        t.add_row(str(o.cell + 1), str(o.concurrency), _WHY[o.purpose], verdict, *cells,
-                  _v(o.aggregate_tok_s, "tok/s"), f"{o.requests_ok}/{o.requests_failed}")
+        verdict = (
+            o.verdict + (" early" if o.stopped_early else "") + ("*" if o.client_bound else "")
+        )
+        t.add_row(
+            str(o.cell + 1),
+            str(o.concurrency),
+            _WHY[o.purpose],
+            verdict,
+            *cells,
+            _v(o.aggregate_tok_s, "tok/s"),
+            f"{o.requests_ok}/{o.requests_failed}",
+        )
     if any(o.client_bound for o in result.probes):
         t.caption = "* client-bound: the bench found the client late (see the warnings)"
     return t
@@ -57,8 +74,14 @@ def probe_table(result: CapacityResult) -> Table:
 
 def summary(result: CapacityResult, path: str) -> dict:
     """The JSON `rigbook capacity --json` prints."""
-    return {"result": path, "journal": result.bench.journal, "sentence": result.answer.sentence,
-            "slo": result.slo.text, "answer": result.answer.model_dump(mode="json"),
-            "probes": [o.model_dump(mode="json") for o in result.probes],
-            "perf_points": [p.model_dump(mode="json", exclude_none=True) for p in result.perf_points],
-            "warnings": result.warnings, "load": result.load}
+    return {
+        "result": path,
+        "journal": result.bench.journal,
+        "sentence": result.answer.sentence,
+        "slo": result.slo.text,
+        "answer": result.answer.model_dump(mode="json"),
+        "probes": [o.model_dump(mode="json") for o in result.probes],
+        "perf_points": [p.model_dump(mode="json", exclude_none=True) for p in result.perf_points],
+        "warnings": result.warnings,
+        "load": result.load,
+    }

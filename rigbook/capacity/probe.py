@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 
+from rigbook import __version__
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import chat_payload, discover, stream_chat
 from rigbook.bench.journal import Journal, journal_path
@@ -20,7 +21,6 @@ from rigbook.bench.result import BenchResult, Cell, Conditions
 from rigbook.bench.runner import BenchSpec, _measure_cell, _now_iso, _warmup, profile_ref
 from rigbook.bench.telemetry import Sampler
 from rigbook.capacity.search import ProbePlan, Watch
-from rigbook import __version__
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
 
@@ -31,8 +31,16 @@ Progress = Callable[[str, dict], None]
 class BenchProber:
     """The :class:`~rigbook.capacity.search.Probe` over a live endpoint."""
 
-    def __init__(self, spec: BenchSpec, client: httpx.AsyncClient, cond: Conditions, journal: Journal,
-                 sampler: Sampler, stop: asyncio.Event, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        spec: BenchSpec,
+        client: httpx.AsyncClient,
+        cond: Conditions,
+        journal: Journal,
+        sampler: Sampler,
+        stop: asyncio.Event,
+        progress: Progress | None,
+    ) -> None:
         self.spec, self.client, self.conditions = spec, client, cond
         self.journal, self.sampler, self.stop, self.progress = journal, sampler, stop, progress
         self.cells: list[Cell] = []
@@ -41,10 +49,15 @@ class BenchProber:
 
     async def send(self, i: int, raw) -> None:
         p = self.spec.profile
-        body = chat_payload(p, self.conditions.model, self._prompts[i % len(self._prompts)],
-                            self.spec.max_tokens or p.max_tokens)
-        await stream_chat(self.client, self.spec.url, body, self.spec.stall_timeout_s or p.stall_timeout_s,
-                          raw)
+        body = chat_payload(
+            p,
+            self.conditions.model,
+            self._prompts[i % len(self._prompts)],
+            self.spec.max_tokens or p.max_tokens,
+        )
+        await stream_chat(
+            self.client, self.spec.url, body, self.spec.stall_timeout_s or p.stall_timeout_s, raw
+        )
 
     async def __call__(self, plan: ProbePlan, watch: Watch) -> Cell:
         """One burst cell of ``plan.requests`` at ``plan.concurrency``; stopped when ``watch``
@@ -68,15 +81,28 @@ class BenchProber:
         p = self.spec.profile
         spec = self.spec.model_copy(update={"requests": plan.requests})
         try:
-            cell = await _measure_cell(len(self.cells), plan.concurrency, "burst", spec, p,
-                                       spec.max_tokens or p.max_tokens, self.send, self.sampler,
-                                       self.journal, cell_stop, len(self._prompts), progress)
+            cell = await _measure_cell(
+                len(self.cells),
+                plan.concurrency,
+                "burst",
+                spec,
+                p,
+                spec.max_tokens or p.max_tokens,
+                self.send,
+                self.sampler,
+                self.journal,
+                cell_stop,
+                len(self._prompts),
+                progress,
+            )
         finally:
             follower.cancel()
         self.cells.append(cell)
         if cell.client_bound and cell.client:
-            self.warnings.append(f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): "
-                                 f"{cell.client.reason}")
+            self.warnings.append(
+                f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): "
+                f"{cell.client.reason}"
+            )
         return cell
 
     def result(self) -> BenchResult:
@@ -85,16 +111,31 @@ class BenchProber:
         cond = self.conditions.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
         warnings = list(self.warnings)
         if cut:
-            warnings.append("W_CUT_SHORT: stopped by a signal; the result holds the probes measured so far")
-        return assemble(cond, self.cells, self.sampler.run_summary(), warnings=warnings,
-                        journal=self.journal.path.name, extra=self.spec.extra)
+            warnings.append(
+                "W_CUT_SHORT: stopped by a signal; the result holds the probes measured so far"
+            )
+        return assemble(
+            cond,
+            self.cells,
+            self.sampler.run_summary(),
+            warnings=warnings,
+            journal=self.journal.path.name,
+            extra=self.spec.extra,
+        )
 
 
 @contextlib.asynccontextmanager
-async def open_prober(spec: BenchSpec, *, max_concurrency: int, rig: RigSummary | None,
-                      rig_unavailable: str | None, sampler: Sampler, stop: asyncio.Event,
-                      progress: Progress | None = None) -> AsyncIterator[BenchProber]:
-    """Discover the endpoint, start the journal beside ``spec.out`` and warm up; yields the prober."""
+async def open_prober(
+    spec: BenchSpec,
+    *,
+    max_concurrency: int,
+    rig: RigSummary | None,
+    rig_unavailable: str | None,
+    sampler: Sampler,
+    stop: asyncio.Event,
+    progress: Progress | None = None,
+) -> AsyncIterator[BenchProber]:
+    """Discover the endpoint, start the journal beside ``spec.out``, warm up; yield the prober."""
     p = spec.profile
     stall = spec.stall_timeout_s or p.stall_timeout_s
     # Enough connections for the largest probe the search may ask for.
@@ -104,15 +145,29 @@ async def open_prober(spec: BenchSpec, *, max_concurrency: int, rig: RigSummary 
         info = await discover(client, spec.url)
         model = spec.model or (info.models[0] if info.models else None)
         if model is None or (info.models and model not in info.models):
-            raise EndpointError("E_MODEL_ID", f"{spec.url} does not serve {spec.model!r}",
-                                details=[f"served: {m}" for m in info.models])
+            raise EndpointError(
+                "E_MODEL_ID",
+                f"{spec.url} does not serve {spec.model!r}",
+                details=[f"served: {m}" for m in info.models],
+            )
         engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
-        version = info.engine_version or (spec.recipe_engine_version if engine == spec.recipe_engine
-                                          else None)
-        cond = Conditions(url=spec.url, model=model, engine=engine, engine_version=version,
-                          recipe_slug=spec.recipe_slug, recipe_revision=spec.recipe_revision, rig=rig,
-                          rig_unavailable=rig_unavailable, profile=profile_ref(spec), mode="burst",
-                          rigbook_version=__version__, started_at=_now_iso())
+        version = info.engine_version or (
+            spec.recipe_engine_version if engine == spec.recipe_engine else None
+        )
+        cond = Conditions(
+            url=spec.url,
+            model=model,
+            engine=engine,
+            engine_version=version,
+            recipe_slug=spec.recipe_slug,
+            recipe_revision=spec.recipe_revision,
+            rig=rig,
+            rig_unavailable=rig_unavailable,
+            profile=profile_ref(spec),
+            mode="burst",
+            rigbook_version=__version__,
+            started_at=_now_iso(),
+        )
         jpath = journal_path(spec.out)
         jpath.unlink(missing_ok=True)
         journal = Journal(jpath)

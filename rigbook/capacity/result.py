@@ -36,10 +36,16 @@ class CapacityResult(BaseModel):
     settings: SearchSettings
     probes: list[ProbeOutcome] = Field(description="Every probe in the order it ran.")
     answer: CapacityAnswer
-    perf_points: list[PerfPoint] = Field(default_factory=list, description="The users_at_slo point.")
-    bench: BenchResult = Field(description="The probes as cells of one bench run, requests included.")
+    perf_points: list[PerfPoint] = Field(
+        default_factory=list, description="The users_at_slo point."
+    )
+    bench: BenchResult = Field(
+        description="The probes as cells of one bench run, requests included."
+    )
     warnings: list[str] = Field(default_factory=list)
-    load: str | None = Field(default=None, description="The machine's load averages when the run ended.")
+    load: str | None = Field(
+        default=None, description="The machine's load averages when the run ended."
+    )
     content_hash: str | None = None
 
     def hashed_body(self) -> dict:
@@ -86,9 +92,14 @@ def load_capacity(path: Path | str) -> CapacityResult:
         result = CapacityResult.model_validate(raw)
     except ValidationError as exc:
         details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
-        raise InputError("E_RESULT_INVALID", f"{path} is not a capacity result "
-                         f"({exc.error_count()} problems)", details=details) from exc
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path} is not a capacity result ({exc.error_count()} problems)",
+            details=details,
+        ) from exc
     if result.content_hash != result.with_hash().content_hash:
-        raise InputError("E_RESULT_INVALID", f"{path}: content_hash does not match the content "
-                         "(edited after the run?)")
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path}: content_hash does not match the content (edited after the run?)",
+        )
     return result

@@ -61,22 +61,45 @@ def build_result(spec: CapacitySpec, outcomes: list[ProbeOutcome], bench) -> Cap
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
     if answer.unstable:
         refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
-        warnings.append("W_CAPACITY_UNSTABLE: a re-run failed at "
-                        + ", ".join(str(o.concurrency) for o in refuted) + " users")
-    return CapacityResult(slo=spec.slo, settings=spec.settings, probes=outcomes, answer=answer,
-                          perf_points=[point] if point else [], bench=bench, warnings=warnings,
-                          load=_load())
+        warnings.append(
+            "W_CAPACITY_UNSTABLE: a re-run failed at "
+            + ", ".join(str(o.concurrency) for o in refuted)
+            + " users"
+        )
+    return CapacityResult(
+        slo=spec.slo,
+        settings=spec.settings,
+        probes=outcomes,
+        answer=answer,
+        perf_points=[point] if point else [],
+        bench=bench,
+        warnings=warnings,
+        load=_load(),
+    )
 
 
-async def run_capacity(spec: CapacitySpec, *, rig: RigSummary | None, rig_unavailable: str | None,
-                       sampler: Sampler, stop: asyncio.Event, progress: Progress | None = None,
-                       on_probe: Callable[[ProbeOutcome], None] | None = None) -> CapacityResult:
+async def run_capacity(
+    spec: CapacitySpec,
+    *,
+    rig: RigSummary | None,
+    rig_unavailable: str | None,
+    sampler: Sampler,
+    stop: asyncio.Event,
+    progress: Progress | None = None,
+    on_probe: Callable[[ProbeOutcome], None] | None = None,
+) -> CapacityResult:
     """Search, writing ``spec.bench.out`` after every probe; ``stop`` ends the search between or
     inside probes (what was measured is kept and the answer says it is incomplete)."""
     out = spec.bench.out
-    async with open_prober(spec.bench, max_concurrency=spec.settings.max_concurrency, rig=rig,
-                           rig_unavailable=rig_unavailable, sampler=sampler, stop=stop,
-                           progress=progress) as prober:
+    async with open_prober(
+        spec.bench,
+        max_concurrency=spec.settings.max_concurrency,
+        rig=rig,
+        rig_unavailable=rig_unavailable,
+        sampler=sampler,
+        stop=stop,
+        progress=progress,
+    ) as prober:
         outcomes: list[ProbeOutcome] = []
 
         def after_probe(outcome: ProbeOutcome) -> None:

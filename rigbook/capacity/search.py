@@ -1,4 +1,4 @@
-"""The search for the most users an SLO holds at: doubling, then bisection, then the boundary re-run.
+"""The search for the most users an SLO holds at: doubling, bisection, then a boundary re-run.
 
 It runs against a :class:`Probe`, one bench cell at a given concurrency, and knows nothing
 of HTTP. The rule it settles on is plain: the answer is the highest concurrency every run of
@@ -33,7 +33,9 @@ class ProbePlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     concurrency: int = Field(ge=1)
-    requests: int = Field(ge=1, description="Requests in the probe: each of the users sends rounds.")
+    requests: int = Field(
+        ge=1, description="Requests in the probe: each of the users sends rounds."
+    )
     purpose: Purpose
 
 
@@ -52,12 +54,15 @@ class SearchSettings(BaseModel):
     max_concurrency: int = Field(default=256, ge=1, description="Never probe above this.")
     rounds: int = Field(default=3, ge=1, description="Requests each user sends, one after another.")
     min_requests: int = Field(default=8, ge=1, description="Fewest requests in any probe.")
-    reruns: int = Field(default=2, ge=0, description="Extra runs of the boundary (last passing) level.")
-    max_refuted: int = Field(default=3, ge=0,
-                             description="Boundary re-runs allowed to fail before the search stops.")
+    reruns: int = Field(
+        default=2, ge=0, description="Extra runs of the boundary (last passing) level."
+    )
+    max_refuted: int = Field(
+        default=3, ge=0, description="Boundary re-runs allowed to fail before the search stops."
+    )
 
     def requests_for(self, concurrency: int) -> int:
-        """Requests in a probe at ``concurrency``: every user sends ``rounds``, at least ``min_requests``."""
+        """Requests at ``concurrency``: ``rounds`` per user, at least ``min_requests``."""
         return max(self.rounds * concurrency, self.min_requests)
 
 
@@ -71,7 +76,9 @@ class ProbeOutcome(BaseModel):
     verdict: Verdict
     readings: list[Reading]
     binding: list[str] = Field(default_factory=list, description="Terms that failed.")
-    stopped_early: str | None = Field(default=None, description="Why the probe was stopped before its end.")
+    stopped_early: str | None = Field(
+        default=None, description="Why the probe was stopped before its end."
+    )
     client_bound: bool = False
     requests_ok: int = 0
     requests_failed: int = 0
@@ -101,19 +108,31 @@ def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None)
     readings = [read_term(t, cell.requests) for t in slo.terms]
     stopped_early = broken[1] if broken else None
     if broken:
-        readings = [r.model_copy(update={"passed": False, "broken_early": True})
-                    if r.term == broken[0] else r for r in readings]
+        readings = [
+            r.model_copy(update={"passed": False, "broken_early": True})
+            if r.term == broken[0]
+            else r
+            for r in readings
+        ]
     failing = [r.term for r in readings if not r.passed]
     if cell.cut_short and not stopped_early:
         verdict: Verdict = "stopped"
     else:
         verdict = "fail" if failing else "pass"
-    return ProbeOutcome(cell=cell.index, concurrency=plan.concurrency, requests_planned=plan.requests,
-                        purpose=plan.purpose, verdict=verdict, readings=readings,
-                        binding=failing if verdict == "fail" else [], stopped_early=stopped_early,
-                        client_bound=cell.client_bound, requests_ok=cell.metrics.requests_ok,
-                        requests_failed=cell.metrics.requests_failed,
-                        aggregate_tok_s=cell.metrics.aggregate_tok_s)
+    return ProbeOutcome(
+        cell=cell.index,
+        concurrency=plan.concurrency,
+        requests_planned=plan.requests,
+        purpose=plan.purpose,
+        verdict=verdict,
+        readings=readings,
+        binding=failing if verdict == "fail" else [],
+        stopped_early=stopped_early,
+        client_bound=cell.client_bound,
+        requests_ok=cell.metrics.requests_ok,
+        requests_failed=cell.metrics.requests_failed,
+        aggregate_tok_s=cell.metrics.aggregate_tok_s,
+    )
 
 
 def next_plan(outcomes: list[ProbeOutcome], settings: SearchSettings) -> ProbePlan | None:
@@ -141,21 +160,32 @@ def next_plan(outcomes: list[ProbeOutcome], settings: SearchSettings) -> ProbePl
 
 def _watch(slo: Slo, plan: ProbePlan, broken: list[tuple[str, str]]) -> Watch:
     """A watch that remembers the first term it found broken in ``broken``."""
+
     def watch(records: list[RequestRecord]) -> str | None:
         if broken:
             return broken[0][1]
         for term in slo.terms:
             if broken_beyond_doubt(term, records, plan.requests):
-                broken.append((term.name, f"{term.text()} broken beyond doubt after "
-                                          f"{len(records)} of {plan.requests} requests"))
+                broken.append(
+                    (
+                        term.name,
+                        f"{term.text()} broken beyond doubt after "
+                        f"{len(records)} of {plan.requests} requests",
+                    )
+                )
                 return broken[0][1]
         return None
+
     return watch
 
 
-async def search(probe: Probe, slo: Slo, settings: SearchSettings,
-                 on_probe: Callable[[ProbeOutcome], None] | None = None) -> list[ProbeOutcome]:
-    """Probe until the answer is settled or a probe is stopped by the user; every outcome in order."""
+async def search(
+    probe: Probe,
+    slo: Slo,
+    settings: SearchSettings,
+    on_probe: Callable[[ProbeOutcome], None] | None = None,
+) -> list[ProbeOutcome]:
+    """Probe until the answer is settled or the user stops a probe; every outcome in order."""
     outcomes: list[ProbeOutcome] = []
     while (plan := next_plan(outcomes, settings)) is not None:
         broken: list[tuple[str, str]] = []

@@ -27,7 +27,9 @@ class Served(BaseModel):
 
     url: str
     recipe_slug: str | None = None
-    recipe_facts: dict = Field(default_factory=dict, description="BenchSpec fields the recipe fills.")
+    recipe_facts: dict = Field(
+        default_factory=dict, description="BenchSpec fields the recipe fills."
+    )
     started: str | None = Field(default=None, description="Name of the launch this run started.")
 
     def machine(self) -> tuple[RigSummary | None, str | None, Sampler]:
@@ -41,9 +43,12 @@ def recipe_facts(recipe) -> dict:
     """What a recipe says about a run: its revision, engine and version, and its quant."""
     quant = next((m.quant for m in recipe.models if m.quant), None)
     source = recipe.engine_source
-    return {"recipe_revision": recipe.revision.no if recipe.revision else None,
-            "extra": {"quant": quant} if quant else {}, "recipe_engine": recipe.engine,
-            "recipe_engine_version": source.base_version if source else None}
+    return {
+        "recipe_revision": recipe.revision.no if recipe.revision else None,
+        "extra": {"quant": quant} if quant else {},
+        "recipe_engine": recipe.engine,
+        "recipe_engine_version": source.base_version if source else None,
+    }
 
 
 def _running_launch(slug: str):

@@ -33,20 +33,27 @@ class TermKind(BaseModel):
     name: str
     label: str = Field(description="How the sentence names it, e.g. 'TTFT p99'.")
     op: Op
-    quantile: float | None = Field(description="Percentile over requests, 0-100; None for error_rate.")
+    quantile: float | None = Field(
+        description="Percentile over requests, 0-100; None for error_rate."
+    )
     unit: str
 
 
 # Canonical order: the order terms are written in and the sentence lists them.
-KINDS: dict[str, TermKind] = {k.name: k for k in (
-    TermKind(name="per_user_tok_s", label="per-user rate", op=">=", quantile=50, unit="tok/s"),
-    TermKind(name="per_user_tok_s_p10", label="per-user rate p10", op=">=", quantile=10, unit="tok/s"),
-    TermKind(name="ttft_p50_ms", label="TTFT p50", op="<=", quantile=50, unit="ms"),
-    TermKind(name="ttft_p90_ms", label="TTFT p90", op="<=", quantile=90, unit="ms"),
-    TermKind(name="ttft_p99_ms", label="TTFT p99", op="<=", quantile=99, unit="ms"),
-    TermKind(name="itl_p99_ms", label="ITL p99", op="<=", quantile=99, unit="ms"),
-    TermKind(name="error_rate", label="error rate", op="<=", quantile=None, unit=""),
-)}
+KINDS: dict[str, TermKind] = {
+    k.name: k
+    for k in (
+        TermKind(name="per_user_tok_s", label="per-user rate", op=">=", quantile=50, unit="tok/s"),
+        TermKind(
+            name="per_user_tok_s_p10", label="per-user rate p10", op=">=", quantile=10, unit="tok/s"
+        ),
+        TermKind(name="ttft_p50_ms", label="TTFT p50", op="<=", quantile=50, unit="ms"),
+        TermKind(name="ttft_p90_ms", label="TTFT p90", op="<=", quantile=90, unit="ms"),
+        TermKind(name="ttft_p99_ms", label="TTFT p99", op="<=", quantile=99, unit="ms"),
+        TermKind(name="itl_p99_ms", label="ITL p99", op="<=", quantile=99, unit="ms"),
+        TermKind(name="error_rate", label="error rate", op="<=", quantile=None, unit=""),
+    )
+}
 ALIASES = {"per_user_tok_s_p50": "per_user_tok_s"}
 ORDER = list(KINDS)
 
@@ -105,8 +112,11 @@ class SloTerm(BaseModel):
         if self.name == "per_user_tok_s_p10":
             return f"{sign} {_num(self.threshold)} tok/s for 9 in 10 requests"
         if self.name == "error_rate":
-            return "no failed request" if self.threshold == 0 else \
-                f"error rate {sign} {_num(100 * self.threshold)}%"
+            return (
+                "no failed request"
+                if self.threshold == 0
+                else f"error rate {sign} {_num(100 * self.threshold)}%"
+            )
         if self.kind.unit == "ms" and self.threshold >= 1000:
             return f"{self.kind.label} {sign} {_num(self.threshold / 1000)} s"
         return f"{self.kind.label} {sign} {_num(self.threshold)} ms"
@@ -129,8 +139,11 @@ def _num(value: float) -> str:
 
 
 _TERM = re.compile(r"^\s*([a-z0-9_]+)\s*(>=|<=|=>|=<|>|<|=)\s*([0-9.eE+-]+)\s*(%?)\s*$")
-_REMEDY = ("Write terms like per_user_tok_s>=20,ttft_p99_ms<=2000. Terms: "
-           + ", ".join(f"{k.name}{k.op}N" for k in KINDS.values()) + " (error_rate as 0.01 or 1%).")
+_REMEDY = (
+    "Write terms like per_user_tok_s>=20,ttft_p99_ms<=2000. Terms: "
+    + ", ".join(f"{k.name}{k.op}N" for k in KINDS.values())
+    + " (error_rate as 0.01 or 1%)."
+)
 
 
 def parse_slo(text: str) -> Slo:
@@ -149,24 +162,34 @@ def parse_slo(text: str) -> Slo:
         if kind is None:
             raise InputError("E_SLO_INVALID", f"unknown SLO term {raw_name!r}", _REMEDY)
         if op not in (">=", "<="):
-            raise InputError("E_SLO_INVALID", f"{part.strip()!r}: use {kind.op} (an SLO is a bound "
-                             "that includes its threshold)", _REMEDY)
+            raise InputError(
+                "E_SLO_INVALID",
+                f"{part.strip()!r}: use {kind.op} (an SLO is a bound that includes its threshold)",
+                _REMEDY,
+            )
         if op != kind.op:
             better = "higher" if kind.op == ">=" else "lower"
-            raise InputError("E_SLO_INVALID", f"{part.strip()!r}: {name} is better {better}, so its "
-                             f"term is {name}{kind.op}N", _REMEDY)
+            raise InputError(
+                "E_SLO_INVALID",
+                f"{part.strip()!r}: {name} is better {better}, so its term is {name}{kind.op}N",
+                _REMEDY,
+            )
         try:
             value = float(raw_value)
         except ValueError:
-            raise InputError("E_SLO_INVALID", f"{part.strip()!r}: {raw_value!r} is not a number",
-                             _REMEDY) from None
+            raise InputError(
+                "E_SLO_INVALID", f"{part.strip()!r}: {raw_value!r} is not a number", _REMEDY
+            ) from None
         if pct and name != "error_rate":
-            raise InputError("E_SLO_INVALID", f"{part.strip()!r}: only error_rate takes a %", _REMEDY)
+            raise InputError(
+                "E_SLO_INVALID", f"{part.strip()!r}: only error_rate takes a %", _REMEDY
+            )
         if pct:
             value /= 100.0
         if not math.isfinite(value) or value < 0 or (name == "error_rate" and value >= 1):
-            raise InputError("E_SLO_INVALID", f"{part.strip()!r}: the threshold is out of range",
-                             _REMEDY)
+            raise InputError(
+                "E_SLO_INVALID", f"{part.strip()!r}: the threshold is out of range", _REMEDY
+            )
         if name in found:
             raise InputError("E_SLO_INVALID", f"{name} is given twice", _REMEDY)
         found[name] = SloTerm(name=name, op=kind.op, threshold=value)
@@ -183,8 +206,12 @@ class Reading(BaseModel):
     term: str
     value: float | None
     passed: bool
-    margin: float | None = Field(default=None, description="Headroom as a fraction of the threshold.")
-    broken_early: bool = Field(default=False, description="Failed beyond doubt before the probe ended.")
+    margin: float | None = Field(
+        default=None, description="Headroom as a fraction of the threshold."
+    )
+    broken_early: bool = Field(
+        default=False, description="Failed beyond doubt before the probe ended."
+    )
 
 
 def _counted(records: list[RequestRecord]) -> list[RequestRecord]:

@@ -22,15 +22,24 @@ def serve(curve: Curve):
     return start_synthetic("--curve", curve.model_dump_json())
 
 
-def capacity(url: str, out: Path, slo: str, stop_after: int | None = None,
-             **settings) -> CapacityResult:
+def capacity(
+    url: str, out: Path, slo: str, stop_after: int | None = None, **settings
+) -> CapacityResult:
     """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told.
     ``stop_after``: set the stop event (as Ctrl-C does) once that many probes have ended."""
     settings = {"rounds": 2, "reruns": 1, **settings}
     spec = CapacitySpec(
-        slo=parse_slo(slo), settings=SearchSettings(**settings),
-        bench=BenchSpec(url=url, model="synthetic", profile=get_profile("quick"), max_tokens=MAX_TOKENS,
-                        warmup=0, out=out))
+        slo=parse_slo(slo),
+        settings=SearchSettings(**settings),
+        bench=BenchSpec(
+            url=url,
+            model="synthetic",
+            profile=get_profile("quick"),
+            max_tokens=MAX_TOKENS,
+            warmup=0,
+            out=out,
+        ),
+    )
 
     async def go() -> CapacityResult:
         stop, ended = asyncio.Event(), []
@@ -40,7 +49,13 @@ def capacity(url: str, out: Path, slo: str, stop_after: int | None = None,
             if len(ended) == stop_after:
                 stop.set()
 
-        return await run_capacity(spec, rig=None, rig_unavailable="test", stop=stop,
-                                  sampler=Sampler(None, "no GPU in tests"), on_probe=on_probe)
+        return await run_capacity(
+            spec,
+            rig=None,
+            rig_unavailable="test",
+            stop=stop,
+            sampler=Sampler(None, "no GPU in tests"),
+            on_probe=on_probe,
+        )
 
     return asyncio.run(go())

@@ -1,4 +1,4 @@
-"""`rigbook capacity`, `rigbook report` and `rigbook compare` on capacity results, as a user runs them."""
+"""`rigbook capacity`, then `report` and `compare` on its results, as a user runs them."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ from tests.capacity.helpers import MAX_TOKENS, serve
 
 def rigbook(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +34,27 @@ def cliff():
 
 
 def measure(url: str, out, slo: str) -> dict:
-    done = rigbook("capacity", url, "--slo", slo, "--profile", "quick", "--model", "synthetic",
-                   "--max-tokens", str(MAX_TOKENS), "--warmup", "0", "--max-concurrency", "4",
-                   "--reruns", "1", "--out", str(out), "--json")
+    done = rigbook(
+        "capacity",
+        url,
+        "--slo",
+        slo,
+        "--profile",
+        "quick",
+        "--model",
+        "synthetic",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--warmup",
+        "0",
+        "--max-concurrency",
+        "4",
+        "--reruns",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     return json.loads(done.stdout)
 
@@ -39,7 +62,10 @@ def measure(url: str, out, slo: str) -> dict:
 def test_capacity_report_and_compare(cliff, tmp_path):
     a = measure(cliff, tmp_path / "a.json", "per_user_tok_s>=80")
     assert a["answer"]["users"] == 3 and a["answer"]["first_fail_concurrency"] == 4
-    assert a["sentence"].startswith("This rig serves ") and "3 users at ≥ 80 tok/s each" in a["sentence"]
+    assert (
+        a["sentence"].startswith("This rig serves ")
+        and "3 users at ≥ 80 tok/s each" in a["sentence"]
+    )
     assert [p["concurrency"] for p in a["probes"]] == [1, 2, 4, 3, 3]
     assert a["perf_points"][0]["users_at_slo"] == 3 and a["perf_points"][0]["slo"] == a["slo"]
 
@@ -68,11 +94,14 @@ def test_capacity_report_and_compare(cliff, tmp_path):
     assert any("per_user_tok_s>=30" in d for d in error["details"])
 
 
-@pytest.mark.parametrize("args, code", [
-    (["http://127.0.0.1:9", "--slo", "tok_s>=20"], "E_SLO_INVALID"),
-    (["--slo", "per_user_tok_s>=20"], "E_INPUT"),
-    (["http://127.0.0.1:9", "--slo", "per_user_tok_s>=20", "--warmup", "0"], "E_CONNECT"),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["http://127.0.0.1:9", "--slo", "tok_s>=20"], "E_SLO_INVALID"),
+        (["--slo", "per_user_tok_s>=20"], "E_INPUT"),
+        (["http://127.0.0.1:9", "--slo", "per_user_tok_s>=20", "--warmup", "0"], "E_CONNECT"),
+    ],
+)
 def test_bad_input_is_one_json_error(args, code):
     done = rigbook("capacity", *args, "--json")
     assert done.returncode == 2, done.stderr

@@ -27,13 +27,19 @@ def served(url: str) -> list[dict]:
 
 
 def assert_found(result, true: int) -> None:
-    assert result.answer.users in (true, true - 1), (result.answer.users, true, result.answer.sentence)
+    assert result.answer.users in (true, true - 1), (
+        result.answer.users,
+        true,
+        result.answer.sentence,
+    )
     assert result.answer.complete
     # On a loaded machine the bench may find the client late at the failing level; the answer is
     # then marked a lower bound and says why, but the level found is the same.
     if result.answer.lower_bound:
         assert "client set the pace" in result.answer.lower_bound_why
-        assert result.answer.sentence.startswith(f"This rig serves at least {result.answer.users} users")
+        assert result.answer.sentence.startswith(
+            f"This rig serves at least {result.answer.users} users"
+        )
         assert result.answer.binding is None
     # The rule the answer follows: every run at the answer passed, the level above failed.
     runs = [p for p in result.probes if p.concurrency == result.answer.users]
@@ -82,7 +88,9 @@ def test_cliff_one_more_user_breaks_it(server, tmp_path):
     assert len(rate.values) == 3 and rate.spread_pct < 10 and min(rate.values) >= 90
     # The aggregate is the boundary runs' median, and no more than the curve allows (the first
     # token and the gaps between one user's requests only lower it).
-    runs = sorted(result.bench.cells[i].metrics.aggregate_tok_s for i in result.answer.boundary_cells)
+    runs = sorted(
+        result.bench.cells[i].metrics.aggregate_tok_s for i in result.answer.boundary_cells
+    )
     assert result.answer.aggregate_tok_s == runs[1]
     assert 0 < result.answer.aggregate_tok_s <= 1.02 * result.answer.users * 100
 
@@ -100,8 +108,11 @@ def test_first_token_latency_binds(server, tmp_path):
         assert "(binding: TTFT p99)" in result.answer.sentence
 
 
-@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=120, falloff=1.0, noise=0.15, seed=7)],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server",
+    [Curve(shape="hyperbolic", rate_tok_s=120, falloff=1.0, noise=0.15, seed=7)],
+    indirect=True,
+)
 def test_noisy_server(server, tmp_path):
     """Each request gets its own rate (sd 15%); more rounds and the re-runs keep the answer true."""
     curve, url = server
@@ -115,8 +126,9 @@ def test_noisy_server(server, tmp_path):
     assert boundary.p90 > 1.1 * boundary.p10
 
 
-@pytest.mark.parametrize("server", [Curve(shape="hyperbolic", rate_tok_s=100, falloff=0.05, fail_above=6)],
-                         indirect=True)
+@pytest.mark.parametrize(
+    "server", [Curve(shape="hyperbolic", rate_tok_s=100, falloff=0.05, fail_above=6)], indirect=True
+)
 def test_never_pushes_past_the_first_failing_level(server, tmp_path):
     curve, url = server
     true = curve.users_at(min_rate=20)
@@ -152,7 +164,9 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=500")
     assert result.answer.users == 0 and [p.concurrency for p in result.probes] == [1]
     assert result.probes[0].stopped_early
-    assert result.answer.sentence.startswith("This rig serves no user at ≥ 500 tok/s each: one user alone gets")
+    assert result.answer.sentence.startswith(
+        "This rig serves no user at ≥ 500 tok/s each: one user alone gets"
+    )
     assert result.perf_points == []
 
 
@@ -165,8 +179,9 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     assert loaded == result
     assert loaded.slo.text == "per_user_tok_s>=27,error_rate<=0"
     assert [c.concurrency for c in loaded.bench.cells] == [p.concurrency for p in loaded.probes]
-    assert sum(len(c.requests) for c in loaded.bench.cells) == \
-        sum(p.requests_ok + p.requests_failed for p in loaded.probes)
+    assert sum(len(c.requests) for c in loaded.bench.cells) == sum(
+        p.requests_ok + p.requests_failed for p in loaded.probes
+    )
     point = loaded.perf_points[0]
     boundary = loaded.bench.cells[loaded.answer.last_pass]
     assert point.users_at_slo == point.concurrency == loaded.answer.users
@@ -176,18 +191,21 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     reading = next(r for r in loaded.probes[0].readings if r.term == "per_user_tok_s")
     assert reading.value == loaded.bench.cells[0].metrics.per_request_decode_tok_s.p50
     journal = out.with_name("c.journal.jsonl")
-    assert journal.exists() and sum(1 for line in journal.open() if '"type": "request"' in line) == \
-        sum(len(c.requests) for c in loaded.bench.cells)
+    assert journal.exists() and sum(
+        1 for line in journal.open() if '"type": "request"' in line
+    ) == sum(len(c.requests) for c in loaded.bench.cells)
 
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
 def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
-    """Ctrl-C (the stop event) after two probes: the file holds them and says the answer is incomplete."""
+    """Ctrl-C (the stop event) after two probes: the file holds them; the answer is incomplete."""
     curve, url = server
     out = tmp_path / "c.json"
     result = capacity(url, out, "per_user_tok_s>=27", stop_after=2)
     assert [p.verdict for p in result.probes] == ["pass", "pass", "stopped"]
     assert not result.answer.complete and result.answer.lower_bound
-    assert result.answer.users == 2 and result.answer.sentence.startswith("This rig serves at least 2 users")
+    assert result.answer.users == 2 and result.answer.sentence.startswith(
+        "This rig serves at least 2 users"
+    )
     assert result.bench.conditions.cut_short
     assert load_capacity(out) == result

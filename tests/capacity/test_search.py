@@ -26,16 +26,36 @@ class Scripted:
         self.plans.append(plan)
         records, stopped = [], False
         for i in range(plan.requests):
-            records.append(RequestRecord(cell=len(self.plans) - 1, index=i, prompt_index=0, sent_s=0.0,
-                                         first_token_s=0.05, last_token_s=1.0, output_tokens=30,
-                                         token_source="server_continuous", ok=True,
-                                         decode_tok_s=self.rate(plan.concurrency, run), itl_ms=Distribution()))
+            records.append(
+                RequestRecord(
+                    cell=len(self.plans) - 1,
+                    index=i,
+                    prompt_index=0,
+                    sent_s=0.0,
+                    first_token_s=0.05,
+                    last_token_s=1.0,
+                    output_tokens=30,
+                    token_source="server_continuous",
+                    ok=True,
+                    decode_tok_s=self.rate(plan.concurrency, run),
+                    itl_ms=Distribution(),
+                )
+            )
             if watch(records):
                 stopped = True
                 break
-        return build_cell(index=len(self.plans) - 1, mode="burst", concurrency=plan.concurrency, records=records,
-                          requests_planned=plan.requests, duration_s=None, window=None,
-                          telemetry=CellTelemetry(available=False), client=None, cut_short=stopped)
+        return build_cell(
+            index=len(self.plans) - 1,
+            mode="burst",
+            concurrency=plan.concurrency,
+            records=records,
+            requests_planned=plan.requests,
+            duration_s=None,
+            window=None,
+            telemetry=CellTelemetry(available=False),
+            client=None,
+            cut_short=stopped,
+        )
 
 
 def run(rate, slo="per_user_tok_s>=50", **settings):
@@ -45,10 +65,10 @@ def run(rate, slo="per_user_tok_s>=50", **settings):
 
 
 def test_doubling_then_bisection_then_reruns():
-    probe, outcomes = run(lambda c, r: 100 / c ** 0.5)  # 50 tok/s at 4 users, 44.7 at 5
+    probe, outcomes = run(lambda c, r: 100 / c**0.5)  # 50 tok/s at 4 users, 44.7 at 5
     assert [o.concurrency for o in outcomes] == [1, 2, 4, 8, 6, 5, 4, 4]
     assert [o.purpose for o in outcomes][-2:] == ["rerun", "rerun"]
-    # A failing probe stops once its median is decided: at 8 users (24 requests), after 13 slow ones.
+    # A failing probe stops once its median is decided: at 8 users (24 requests), 13 slow ones.
     assert all(o.stopped_early for o in outcomes if o.verdict == "fail")
     assert outcomes[3].requests_ok == 13 and outcomes[3].requests_planned == 24
 
