@@ -72,6 +72,27 @@ def probe_table(result: CapacityResult) -> Table:
     return t
 
 
+def detail_lines(result: CapacityResult) -> list[str]:
+    """The numbers behind the sentence: the aggregate there, the first failing level, the spread."""
+    a = result.answer
+    lines = []
+    if a.users:
+        per_gpu = f", {a.aggregate_tok_s_per_gpu:.1f} per GPU" if a.aggregate_tok_s_per_gpu else \
+            " (no GPU)" if a.gpu_count == 0 else ""
+        agg = "-" if a.aggregate_tok_s is None else f"{a.aggregate_tok_s:.1f}"
+        lines.append(f"at {a.users} users: {agg} tok/s aggregate{per_gpu}, median of "
+                     f"{len(a.boundary_cells)} runs")
+    if a.first_fail_concurrency is not None:
+        lines.append(f"first failing level: {a.first_fail_concurrency} users")
+    for s in a.spread:
+        if s.min is not None and s.term != "error_rate":
+            unit = KINDS[s.term].unit
+            pct = "" if s.spread_pct is None else f" (spread {s.spread_pct:.1f}%)"
+            lines.append(f"{s.term} over the boundary runs: {_v(s.min, unit)} to "
+                         f"{_v(s.max, unit)} {unit}{pct}")
+    return lines
+
+
 def summary(result: CapacityResult, path: str) -> dict:
     """The JSON `rigbook capacity --json` prints."""
     return {

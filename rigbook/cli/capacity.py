@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.bench.progress import LiveProgress
             from rigbook.bench.runner import BenchSpec
             from rigbook.capacity import CapacitySpec, SearchSettings, parse_slo, run_capacity
-            from rigbook.capacity.present import probe_line, probe_table, summary
+            from rigbook.capacity.present import detail_lines, probe_line, probe_table, summary
             from rigbook.capacity.serve import serving
             from rigbook.home import state_dir
 
@@ -120,6 +120,8 @@ def register(app: typer.Typer) -> None:
                 for w in result.warnings:
                     code, _, text = w.partition(":")
                     err_console.print(f"[yellow]warning[{code}][/]:{text}", highlight=False)
+                for line in detail_lines(result):
+                    err_console.print(line, highlight=False)
                 console.print(result.answer.sentence, highlight=False, soft_wrap=True)
                 console.print(f"result: {target}", highlight=False, soft_wrap=True)
 
