@@ -101,13 +101,14 @@ def _worst(outcome: ProbeOutcome) -> str | None:
     )
 
 
-def _users(n: int) -> str:
+def users(n: int) -> str:
+    """'no user', '1 user', '12 users'."""
     return "no user" if n == 0 else "1 user" if n == 1 else f"{n} users"
 
 
 def sentence(
     slo: Slo,
-    users: int,
+    n: int,
     binding: str | None,
     lower_bound_why: str | None,
     one_user: ProbeOutcome | None,
@@ -116,10 +117,10 @@ def sentence(
     TTFT p99 ≤ 2 s (binding: per-user rate).'"""
     shown = [t for t in slo.terms if not (t.name == "error_rate" and t.threshold == 0)]
     terms = ", ".join(t.phrase() for t in shown)
-    who = f"at least {_users(users)}" if lower_bound_why and users else _users(users)
+    who = f"at least {users(n)}" if lower_bound_why and n else users(n)
     text = f"This rig serves {who} at {terms}"
     term = binding or (one_user.binding[0] if one_user is not None and one_user.binding else None)
-    if users == 0 and one_user is not None and term is not None and term != "error_rate":
+    if n == 0 and one_user is not None and term is not None and term != "error_rate":
         got = next((r.value for r in one_user.readings if r.term == term), None)
         if got is not None:
             text += f": one user alone gets {KINDS[term].label} {got:.4g} {KINDS[term].unit}"
@@ -146,7 +147,7 @@ def decide(
         why = f"every probe passed up to --max-concurrency {settings.max_concurrency}"
     elif fail.client_bound:
         why = (
-            f"the client set the pace at {_users(fail.concurrency)}, so that failure may be "
+            f"the client set the pace at {users(fail.concurrency)}, so that failure may be "
             f"the client's"
         )
     binding = _worst(fail) if fail is not None and not fail.client_bound else None

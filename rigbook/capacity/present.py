@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich import box
 from rich.table import Table
 
+from rigbook.capacity.answer import users
 from rigbook.capacity.result import CapacityResult
 from rigbook.capacity.search import ProbeOutcome
 from rigbook.capacity.slo import KINDS
@@ -23,7 +24,7 @@ def probe_line(o: ProbeOutcome) -> str:
     terms = ", ".join(
         f"{r.term} {_v(r.value, KINDS[r.term].unit)}{'' if r.passed else ' ✗'}" for r in o.readings
     )
-    text = f"probe {o.cell + 1}: {o.concurrency} users ({o.purpose}) {o.verdict} — {terms}"
+    text = f"probe {o.cell + 1}: {users(o.concurrency)} ({o.purpose}) {o.verdict} — {terms}"
     if o.stopped_early:
         text += f"; stopped: {o.stopped_early}"
     if o.client_bound:
@@ -80,10 +81,10 @@ def detail_lines(result: CapacityResult) -> list[str]:
         per_gpu = f", {a.aggregate_tok_s_per_gpu:.1f} per GPU" if a.aggregate_tok_s_per_gpu else \
             " (no GPU)" if a.gpu_count == 0 else ""
         agg = "-" if a.aggregate_tok_s is None else f"{a.aggregate_tok_s:.1f}"
-        lines.append(f"at {a.users} users: {agg} tok/s aggregate{per_gpu}, median of "
+        lines.append(f"at {users(a.users)}: {agg} tok/s aggregate{per_gpu}, median of "
                      f"{len(a.boundary_cells)} runs")
     if a.first_fail_concurrency is not None:
-        lines.append(f"first failing level: {a.first_fail_concurrency} users")
+        lines.append(f"first failing level: {users(a.first_fail_concurrency)}")
     for s in a.spread:
         if s.min is not None and s.term != "error_rate":
             unit = KINDS[s.term].unit
