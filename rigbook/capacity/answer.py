@@ -101,6 +101,13 @@ def _worst(outcome: ProbeOutcome) -> str | None:
     )
 
 
+def amount(value: float, unit: str) -> str:
+    """'13.1 s' for 13070 ms, '850 ms', '2.77 tok/s'."""
+    if unit == "ms" and value >= 1000:
+        return f"{value / 1000:.3g} s"
+    return f"{value:.3g} {unit}"
+
+
 def users(n: int) -> str:
     """'no user', '1 user', '12 users'."""
     return "no user" if n == 0 else "1 user" if n == 1 else f"{n} users"
@@ -111,7 +118,7 @@ def sentence(
     n: int,
     binding: str | None,
     lower_bound_why: str | None,
-    one_user: ProbeOutcome | None,
+    failed: ProbeOutcome | None,
 ) -> str:
     """The line a person can paste, e.g. 'This rig serves 12 users at ≥ 20 tok/s each,
     TTFT p99 ≤ 2 s (binding: per-user rate).'"""
@@ -119,11 +126,11 @@ def sentence(
     terms = ", ".join(t.phrase() for t in shown)
     who = f"at least {users(n)}" if lower_bound_why and n else users(n)
     text = f"This rig serves {who} at {terms}"
-    term = binding or (one_user.binding[0] if one_user is not None and one_user.binding else None)
-    if n == 0 and one_user is not None and term is not None and term != "error_rate":
-        got = next((r.value for r in one_user.readings if r.term == term), None)
+    term = binding or (failed.binding[0] if failed is not None and failed.binding else None)
+    if n == 0 and failed is not None and term is not None and term != "error_rate":
+        got = next((r.value for r in failed.readings if r.term == term), None)
         if got is not None:
-            text += f": one user alone gets {KINDS[term].label} {got:.4g} {KINDS[term].unit}"
+            text += f": one user alone gets {KINDS[term].label} {amount(got, KINDS[term].unit)}"
     if binding:
         text += f" (binding: {KINDS[binding].label})"
     elif lower_bound_why:
@@ -158,7 +165,6 @@ def decide(
     aggs = [o.aggregate_tok_s for o in runs if o.aggregate_tok_s is not None]
     agg = statistics.median(aggs) if aggs else None
     gpus = _gpu_count(bench)
-    one_user = next((o for o in judged if o.concurrency == 1), None)
     return CapacityAnswer(
         users=b.users,
         lower_bound=why is not None,
@@ -175,7 +181,7 @@ def decide(
         closest=closest,
         unstable=any(o.purpose == "rerun" and o.verdict == "fail" for o in outcomes),
         spread=_spread(slo, runs),
-        sentence=sentence(slo, b.users, binding, why, one_user),
+        sentence=sentence(slo, b.users, binding, why, fail),
     )
 
 

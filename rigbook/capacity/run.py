@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from rigbook.bench.endpoint import is_local
 from rigbook.bench.runner import BenchSpec
 from rigbook.bench.telemetry import Sampler, open_reader
-from rigbook.capacity.answer import decide, users_point
+from rigbook.capacity.answer import decide, users, users_point
 from rigbook.capacity.probe import Progress, open_prober
 from rigbook.capacity.result import CapacityResult, save_capacity
 from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
@@ -61,11 +61,8 @@ def build_result(spec: CapacitySpec, outcomes: list[ProbeOutcome], bench) -> Cap
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
     if answer.unstable:
         refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
-        warnings.append(
-            "W_CAPACITY_UNSTABLE: a re-run failed at "
-            + ", ".join(str(o.concurrency) for o in refuted)
-            + " users"
-        )
+        warnings.append("W_CAPACITY_UNSTABLE: a boundary re-run failed at "
+                        + ", ".join(users(o.concurrency) for o in refuted))
     return CapacityResult(
         slo=spec.slo,
         settings=spec.settings,
