@@ -15,7 +15,8 @@ import httpx
 
 from rigbook import __version__
 from rigbook.bench.assemble import assemble
-from rigbook.bench.backend import chat_payload, discover, stream_chat
+from rigbook.bench.backend import chat_payload, stream_chat
+from rigbook.endpoint.discover import discover
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.result import BenchResult, Cell, Conditions
 from rigbook.bench.runner import BenchSpec, _measure_cell, _now_iso, _warmup, profile_ref
@@ -142,7 +143,7 @@ async def open_prober(
     top = max_concurrency + 4
     limits = httpx.Limits(max_connections=top, max_keepalive_connections=top)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0, read=stall)) as client:
-        info = await discover(client, spec.url)
+        info = await asyncio.to_thread(discover, spec.url)
         model = spec.model or (info.models[0] if info.models else None)
         if model is None or (info.models and model not in info.models):
             raise EndpointError(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from rigbook.bench.endpoint import is_local
+from rigbook.endpoint.local import is_local
 from rigbook.bench.runner import BenchSpec
 from rigbook.bench.telemetry import Sampler, open_reader
 from rigbook.capacity.answer import decide, users, users_point

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbook.bench.telemetry import Sampler
 from rigbook.rig.model import RigSummary
-from rigbook.urls import base_url
+from rigbook.endpoint.url import base_url
 
 Note = Callable[[str], None]
 
@@ -80,7 +80,7 @@ def serving(url: str | None, recipe_ref: str | None, note: Note | None = None) -
     if recipe_ref is None:
         yield Served(url=base_url(url))
         return
-    from rigbook.recipe import resolve_recipe
+    from rigbook.recipe.resolve import resolve_recipe
 
     recipe = resolve_recipe(recipe_ref)
     facts = recipe_facts(recipe)
