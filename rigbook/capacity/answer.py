@@ -206,6 +206,7 @@ def users_point(
             "decode_tok_s": answer.aggregate_tok_s,
             "notes": notes,
             "users_at_slo": answer.users,
+            "slo_profile": f"{p.name} v{p.version}",
             "slo": slo.text,
             "users_at_slo_lower_bound": answer.lower_bound,
         }

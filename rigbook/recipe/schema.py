@@ -147,6 +147,8 @@ class PerfPoint(Record):
         default=None, description="The search did not find where the SLO breaks: the true number may be higher.")
     slo: str | None = Field(
         default=None, description="The canonical SLO users_at_slo holds for, e.g. 'per_user_tok_s>=20,ttft_p99_ms<=2000,error_rate<=0'.")
+    slo_profile: str | None = Field(
+        default=None, description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').")
     conditions: PerfConditions | None = None
 
 
