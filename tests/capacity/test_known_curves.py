@@ -81,8 +81,9 @@ def test_cliff_one_more_user_breaks_it(server, tmp_path):
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90,ttft_p99_ms<=2000", reruns=2)
     assert_found(result, true)
     first_fail = next(p for p in result.probes if p.cell == result.answer.first_fail)
-    # A cliff fails beyond doubt: the probe stops well before its planned requests are done.
-    assert first_fail.stopped_early and first_fail.requests_ok < first_fail.requests_planned
+    # Past the cliff every stream runs at 40 tok/s: the failing level misses by far, not by noise.
+    rate_there = next(r.value for r in first_fail.readings if r.term == "per_user_tok_s")
+    assert rate_there < 0.6 * 90
     # The spread over the boundary's runs is reported, and a steady server's is small.
     rate = next(s for s in result.answer.spread if s.term == "per_user_tok_s")
     assert len(rate.values) == 3 and rate.spread_pct < 10 and min(rate.values) >= 90
