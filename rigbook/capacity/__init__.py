@@ -7,7 +7,7 @@ point. ``docs/capacity.md`` says what the number means.
 """
 
 from rigbook.capacity.result import CapacityResult, load_capacity
-from rigbook.capacity.run import CapacitySpec, machine_context, run_capacity
+from rigbook.capacity.run import CapacitySpec, capacity, run_capacity
 from rigbook.capacity.search import SearchSettings
 from rigbook.capacity.slo import Slo, parse_slo
 
@@ -15,9 +15,9 @@ __all__ = [
     "CapacityResult",
     "CapacitySpec",
     "SearchSettings",
+    "capacity",
     "Slo",
     "load_capacity",
-    "machine_context",
     "parse_slo",
     "run_capacity",
 ]

@@ -78,19 +78,28 @@ def detail_lines(result: CapacityResult) -> list[str]:
     a = result.answer
     lines = []
     if a.users:
-        per_gpu = f", {a.aggregate_tok_s_per_gpu:.1f} per GPU" if a.aggregate_tok_s_per_gpu else \
-            " (no GPU)" if a.gpu_count == 0 else ""
+        per_gpu = (
+            f", {a.aggregate_tok_s_per_gpu:.1f} per GPU"
+            if a.aggregate_tok_s_per_gpu
+            else " (no GPU)"
+            if a.gpu_count == 0
+            else ""
+        )
         agg = "-" if a.aggregate_tok_s is None else f"{a.aggregate_tok_s:.1f}"
-        lines.append(f"at {users(a.users)}: {agg} tok/s aggregate{per_gpu}, median of "
-                     f"{len(a.boundary_cells)} runs")
+        lines.append(
+            f"at {users(a.users)}: {agg} tok/s aggregate{per_gpu}, median of "
+            f"{len(a.boundary_cells)} runs"
+        )
     if a.first_fail_concurrency is not None:
         lines.append(f"first failing level: {users(a.first_fail_concurrency)}")
     for s in a.spread:
         if s.min is not None and s.term != "error_rate":
             unit = KINDS[s.term].unit
             pct = "" if s.spread_pct is None else f" (spread {s.spread_pct:.1f}%)"
-            lines.append(f"{s.term} over the boundary runs: {_v(s.min, unit)} to "
-                         f"{_v(s.max, unit)} {unit}{pct}")
+            lines.append(
+                f"{s.term} over the boundary runs: {_v(s.min, unit)} to "
+                f"{_v(s.max, unit)} {unit}{pct}"
+            )
     return lines
 
 
@@ -98,7 +107,7 @@ def summary(result: CapacityResult, path: str) -> dict:
     """The JSON `rigbook capacity --json` prints."""
     return {
         "result": path,
-        "journal": result.bench.journal,
+        "probe_results": [o.result_file for o in result.probes],
         "sentence": result.answer.sentence,
         "slo": result.slo.text,
         "answer": result.answer.model_dump(mode="json"),

@@ -1,73 +1,73 @@
-"""Probes as bench cells: one client, one journal and the bench's own cell code for every probe.
+"""Probes as bench runs: each probe is one `rigbook.bench.measure` run of a single burst cell.
 
-Each probe is a normal burst cell of one bench run (same profile, validity rules, client-bound
-detection, journal line per request), so the probes of a capacity search together are a bench
+So a probe is a normal bench cell in every way (profile, validity rules, client-bound detection,
+rig and telemetry where the endpoint is local, its own result file and request journal, written
+under ``<result>-probes/`` as it runs). The capacity result gathers their cells into one bench
 result that `rigbook report` and `rigbook compare` read like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from pathlib import Path
 
-import httpx
-
-from rigbook import __version__
+from rigbook.bench import MeasureRequest, measure_async
 from rigbook.bench.assemble import assemble
-from rigbook.bench.backend import chat_payload, stream_chat
-from rigbook.endpoint.discover import discover
-from rigbook.bench.journal import Journal, journal_path
-from rigbook.bench.result import BenchResult, Cell, Conditions
-from rigbook.bench.runner import BenchSpec, _measure_cell, _now_iso, _warmup, profile_ref
-from rigbook.bench.telemetry import Sampler
+from rigbook.bench.metrics import build_cell
+from rigbook.bench.result import BenchResult, Cell, CellTelemetry, RequestRecord
 from rigbook.capacity.search import ProbePlan, Watch
-from rigbook.errors import EndpointError
-from rigbook.rig.model import RigSummary
 
-# progress(event, data), as the bench runner calls it: "cell", "request", "cell_done".
+# progress(event, data), as the bench calls it: "cell", "request", "cell_done".
 Progress = Callable[[str, dict], None]
 
 
+def probes_dir(out: Path) -> Path:
+    """Where the probes' own result files and journals go: beside the capacity result."""
+    return out.with_name(out.stem + "-probes")
+
+
+def _renumbered(cell: Cell, index: int) -> Cell:
+    """``cell`` as cell ``index`` of the gathered result (each probe's own run calls it 0)."""
+    requests = [r.model_copy(update={"cell": index}) for r in cell.requests]
+    return cell.model_copy(update={"index": index, "requests": requests})
+
+
 class BenchProber:
-    """The :class:`~rigbook.capacity.search.Probe` over a live endpoint."""
+    """The :class:`~rigbook.capacity.search.Probe` over a live endpoint: one bench run per probe."""
 
     def __init__(
         self,
-        spec: BenchSpec,
-        client: httpx.AsyncClient,
-        cond: Conditions,
-        journal: Journal,
-        sampler: Sampler,
+        base: MeasureRequest,
+        out: Path,
         stop: asyncio.Event,
-        progress: Progress | None,
+        extra: dict,
+        progress: Progress | None = None,
     ) -> None:
-        self.spec, self.client, self.conditions = spec, client, cond
-        self.journal, self.sampler, self.stop, self.progress = journal, sampler, stop, progress
-        self.cells: list[Cell] = []
-        self.warnings: list[str] = []
-        self._prompts = spec.profile.prompts()
-
-    async def send(self, i: int, raw) -> None:
-        p = self.spec.profile
-        body = chat_payload(
-            p,
-            self.conditions.model,
-            self._prompts[i % len(self._prompts)],
-            self.spec.max_tokens or p.max_tokens,
-        )
-        await stream_chat(
-            self.client, self.spec.url, body, self.spec.stall_timeout_s or p.stall_timeout_s, raw
-        )
+        self.base, self.folder, self.stop = base, probes_dir(out), stop
+        self.extra, self.progress = extra, progress
+        self.results: list[BenchResult] = []
+        self.files: list[str] = []
 
     async def __call__(self, plan: ProbePlan, watch: Watch) -> Cell:
         """One burst cell of ``plan.requests`` at ``plan.concurrency``; stopped when ``watch``
         answers a reason or the run's stop event is set."""
+        n = len(self.results)
+        out = self.folder / f"probe-{n + 1:02d}-c{plan.concurrency}.json"
+        # Only the first probe warms the server up; the later ones find it warm.
+        request = self.base.model_copy(
+            update={
+                "concurrency": [plan.concurrency],
+                "requests": plan.requests,
+                "out": out,
+                "warmup": self.base.warmup if n == 0 else 0,
+            }
+        )
         cell_stop = asyncio.Event()
-        seen = []
+        seen: list[RequestRecord] = []
 
         def progress(event: str, data: dict) -> None:
-            if event == "request":
+            if event == "request" and not data["record"].warmup:
                 seen.append(data["record"])
                 if watch(seen):
                     cell_stop.set()
@@ -79,106 +79,41 @@ class BenchProber:
             cell_stop.set()
 
         follower = asyncio.create_task(follow_run_stop())
-        p = self.spec.profile
-        spec = self.spec.model_copy(update={"requests": plan.requests})
         try:
-            cell = await _measure_cell(
-                len(self.cells),
-                plan.concurrency,
-                "burst",
-                spec,
-                p,
-                spec.max_tokens or p.max_tokens,
-                self.send,
-                self.sampler,
-                self.journal,
-                cell_stop,
-                len(self._prompts),
-                progress,
-            )
+            measured = await measure_async(request, cell_stop, progress)
         finally:
             follower.cancel()
-        self.cells.append(cell)
-        if cell.client_bound and cell.client:
-            self.warnings.append(
-                f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): "
-                f"{cell.client.reason}"
+        if not measured.result.cells:
+            # The warmup never succeeded (the verdict names the fault), or the run was stopped
+            # before its cell began.
+            if measured.verdict is not None and not self.stop.is_set():
+                raise measured.verdict.error()
+            return build_cell(
+                index=n,
+                mode="burst",
+                concurrency=plan.concurrency,
+                records=[],
+                requests_planned=plan.requests,
+                duration_s=None,
+                window=None,
+                telemetry=CellTelemetry(available=False, reason="stopped"),
+                client=None,
+                cut_short=True,
             )
-        return cell
+        self.results.append(measured.result)
+        self.files.append(out.relative_to(self.folder.parent).as_posix())
+        return _renumbered(measured.result.cells[0], n)
 
     def result(self) -> BenchResult:
-        """The probes so far as a bench result (not written: the capacity result holds it)."""
-        cut = self.stop.is_set()
-        cond = self.conditions.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
-        warnings = list(self.warnings)
-        if cut:
-            warnings.append(
-                "W_CUT_SHORT: stopped by a signal; the result holds the probes measured so far"
-            )
-        return assemble(
-            cond,
-            self.cells,
-            self.sampler.run_summary(),
-            warnings=warnings,
-            journal=self.journal.path.name,
-            extra=self.spec.extra,
+        """Every probe's cell as one bench result, under the first probe's conditions."""
+        first, last = self.results[0], self.results[-1]
+        cells = [_renumbered(r.cells[0], i) for i, r in enumerate(self.results)]
+        energy = [r.telemetry.energy_j_total for r in self.results]
+        telemetry = first.telemetry.model_copy(
+            update={"energy_j_total": sum(energy) if all(e is not None for e in energy) else None}
         )
-
-
-@contextlib.asynccontextmanager
-async def open_prober(
-    spec: BenchSpec,
-    *,
-    max_concurrency: int,
-    rig: RigSummary | None,
-    rig_unavailable: str | None,
-    sampler: Sampler,
-    stop: asyncio.Event,
-    progress: Progress | None = None,
-) -> AsyncIterator[BenchProber]:
-    """Discover the endpoint, start the journal beside ``spec.out``, warm up; yield the prober."""
-    p = spec.profile
-    stall = spec.stall_timeout_s or p.stall_timeout_s
-    # Enough connections for the largest probe the search may ask for.
-    top = max_concurrency + 4
-    limits = httpx.Limits(max_connections=top, max_keepalive_connections=top)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(30.0, read=stall)) as client:
-        info = await asyncio.to_thread(discover, spec.url)
-        model = spec.model or (info.models[0] if info.models else None)
-        if model is None or (info.models and model not in info.models):
-            raise EndpointError(
-                "E_MODEL_ID",
-                f"{spec.url} does not serve {spec.model!r}",
-                details=[f"served: {m}" for m in info.models],
-            )
-        engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
-        version = info.engine_version or (
-            spec.recipe_engine_version if engine == spec.recipe_engine else None
+        cond = first.conditions.model_copy(
+            update={"finished_at": last.conditions.finished_at, "cut_short": self.stop.is_set()}
         )
-        cond = Conditions(
-            url=spec.url,
-            model=model,
-            engine=engine,
-            engine_version=version,
-            recipe_slug=spec.recipe_slug,
-            recipe_revision=spec.recipe_revision,
-            rig=rig,
-            rig_unavailable=rig_unavailable,
-            profile=profile_ref(spec),
-            mode="burst",
-            rigbook_version=__version__,
-            started_at=_now_iso(),
-        )
-        jpath = journal_path(spec.out)
-        jpath.unlink(missing_ok=True)
-        journal = Journal(jpath)
-        journal.write("start", conditions=cond.model_dump(mode="json"), extra=spec.extra)
-        prober = BenchProber(spec, client, cond, journal, sampler, stop, progress)
-        sampler.start()
-        try:
-            await _warmup(prober.send, spec.warmup if spec.warmup is not None else p.warmup, stop)
-            yield prober
-        finally:
-            sampler.stop()
-            journal.write("end", cut_short=stop.is_set())
-            journal.close()
+        warnings = [f"{w} (probe {i + 1})" for i, r in enumerate(self.results) for w in r.warnings]
+        return assemble(cond, cells, telemetry, warnings=warnings, journal=None, extra=self.extra)

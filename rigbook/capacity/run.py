@@ -4,45 +4,45 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from rigbook.endpoint.local import is_local
-from rigbook.bench.runner import BenchSpec
-from rigbook.bench.telemetry import Sampler, open_reader
+from rigbook.bench import MeasureRequest
+from rigbook.bench.measure import loop_factory
 from rigbook.capacity.answer import decide, users, users_point
-from rigbook.capacity.probe import Progress, open_prober
+from rigbook.capacity.probe import BenchProber, Progress
 from rigbook.capacity.result import CapacityResult, save_capacity
 from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
 from rigbook.capacity.slo import Slo
-from rigbook.rig.model import RigSummary
+from rigbook.errors import RigbookError
+
+# How often a threading.Event stop is looked at: the bound on how late a signal is heard.
+_STOP_POLL_S = 0.05
 
 
 class CapacitySpec(BaseModel):
-    """One capacity run: the endpoint and profile (as for a bench), the SLO and the search."""
+    """One capacity run: the endpoint and profile as for a bench (``measure``: each probe is
+    that request at one concurrency), the SLO, the search, and where the result goes."""
 
     model_config = ConfigDict(frozen=True)
 
-    bench: BenchSpec
+    measure: MeasureRequest
     slo: Slo
     settings: SearchSettings = SearchSettings()
+    out: Path
 
 
-def machine_context(url: str) -> tuple[RigSummary | None, str | None, Sampler]:
-    """This machine's rig summary and a telemetry sampler, only when the endpoint runs here:
-    another host's numbers must not carry this machine's GPUs."""
-    if not is_local(url):
-        why = f"the endpoint is on another host ({url}): this machine's GPUs say nothing about it"
-        return None, why, Sampler(None, why)
-    from rigbook.rig.probe import probe_rig
+def recipe_extra(ref: str | None) -> dict:
+    """What the recipe states that a perf point carries (its quant), as a bench's points do."""
+    if ref is None:
+        return {}
+    from rigbook.recipe.resolve import resolve_recipe
 
-    try:
-        rig, rig_why = probe_rig().summary(), None
-    except Exception as exc:  # noqa: BLE001 - a failed probe must not stop a measurement; it is recorded
-        rig, rig_why = None, f"{type(exc).__name__}: {exc}"
-    reader, why = open_reader()
-    return rig, rig_why, Sampler(reader, why)
+    quant = next((m.quant for m in resolve_recipe(ref).models if m.quant), None)
+    return {"quant": quant} if quant else {}
 
 
 def _load() -> str | None:
@@ -52,10 +52,13 @@ def _load() -> str | None:
         return None
 
 
-def build_result(spec: CapacitySpec, outcomes: list[ProbeOutcome], bench) -> CapacityResult:
+def build_result(
+    spec: CapacitySpec, outcomes: list[ProbeOutcome], prober: BenchProber
+) -> CapacityResult:
     """The result the probes so far support."""
+    bench = prober.result()
     answer = decide(spec.slo, spec.settings, outcomes, bench)
-    point = users_point(spec.slo, answer, bench, spec.bench.extra)
+    point = users_point(spec.slo, answer, bench, prober.extra)
     warnings = list(bench.warnings)
     if answer.lower_bound:
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
@@ -78,34 +81,60 @@ def build_result(spec: CapacitySpec, outcomes: list[ProbeOutcome], bench) -> Cap
 async def run_capacity(
     spec: CapacitySpec,
     *,
-    rig: RigSummary | None,
-    rig_unavailable: str | None,
-    sampler: Sampler,
     stop: asyncio.Event,
     progress: Progress | None = None,
     on_probe: Callable[[ProbeOutcome], None] | None = None,
 ) -> CapacityResult:
-    """Search, writing ``spec.bench.out`` after every probe; ``stop`` ends the search between or
-    inside probes (what was measured is kept and the answer says it is incomplete)."""
-    out = spec.bench.out
-    async with open_prober(
-        spec.bench,
-        max_concurrency=spec.settings.max_concurrency,
-        rig=rig,
-        rig_unavailable=rig_unavailable,
-        sampler=sampler,
-        stop=stop,
-        progress=progress,
-    ) as prober:
-        outcomes: list[ProbeOutcome] = []
+    """Search, writing ``spec.out`` after every probe (and each probe's own bench result and
+    journal beside it); ``stop`` ends the search between or inside probes: what was measured is
+    kept and the answer says it is incomplete."""
+    prober = BenchProber(spec.measure, spec.out, stop, recipe_extra(spec.measure.recipe), progress)
+    outcomes: list[ProbeOutcome] = []
 
-        def after_probe(outcome: ProbeOutcome) -> None:
-            outcomes.append(outcome)
-            save_capacity(build_result(spec, outcomes, prober.result()), out)
-            if on_probe:
-                on_probe(outcome)
+    def after_probe(outcome: ProbeOutcome) -> None:
+        if len(prober.files) > len(outcomes):
+            outcome = outcome.model_copy(update={"result_file": prober.files[len(outcomes)]})
+        outcomes.append(outcome)
+        if prober.results:
+            save_capacity(build_result(spec, outcomes, prober), spec.out)
+        if on_probe:
+            on_probe(outcome)
 
-        await search(prober, spec.slo, spec.settings, after_probe)
-        result = build_result(spec, outcomes, prober.result()).with_hash()
-    save_capacity(result, out)
+    await search(prober, spec.slo, spec.settings, after_probe)
+    if not prober.results:
+        raise RigbookError(
+            "W_CUT_SHORT",
+            "stopped before the first probe measured anything",
+            "Run again and let at least one probe finish.",
+        )
+    result = build_result(spec, outcomes, prober).with_hash()
+    save_capacity(result, spec.out)
     return result
+
+
+def capacity(
+    spec: CapacitySpec,
+    stop: threading.Event | None = None,
+    progress: Progress | None = None,
+    on_probe: Callable[[ProbeOutcome], None] | None = None,
+) -> CapacityResult:
+    """:func:`run_capacity` to the end in a fresh event loop (uvloop where installed). ``stop`` is
+    a ``threading.Event`` so a signal handler or another thread can end the search."""
+
+    async def run() -> CapacityResult:
+        inner = asyncio.Event()
+
+        async def follow() -> None:
+            while stop is not None and not stop.is_set():
+                await asyncio.sleep(_STOP_POLL_S)
+            if stop is not None:
+                inner.set()
+
+        follower = asyncio.create_task(follow())
+        try:
+            return await run_capacity(spec, stop=inner, progress=progress, on_probe=on_probe)
+        finally:
+            follower.cancel()
+
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(run())

@@ -83,6 +83,9 @@ class ProbeOutcome(BaseModel):
     requests_ok: int = 0
     requests_failed: int = 0
     aggregate_tok_s: float | None = None
+    result_file: str | None = Field(
+        default=None, description="The probe's own bench result, relative to the capacity result."
+    )
 
 
 class Bounds(BaseModel):

@@ -13,42 +13,19 @@ from collections.abc import Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbook.bench.telemetry import Sampler
-from rigbook.rig.model import RigSummary
 from rigbook.endpoint.url import base_url
 
 Note = Callable[[str], None]
 
 
 class Served(BaseModel):
-    """The endpoint a run measures and what the recipe behind it says."""
+    """The endpoint a run measures, and the recipe it serves (recorded with every probe)."""
 
     model_config = ConfigDict(frozen=True)
 
     url: str
-    recipe_slug: str | None = None
-    recipe_facts: dict = Field(
-        default_factory=dict, description="BenchSpec fields the recipe fills."
-    )
+    recipe: str | None = Field(default=None, description="The recipe as named (slug or file).")
     started: str | None = Field(default=None, description="Name of the launch this run started.")
-
-    def machine(self) -> tuple[RigSummary | None, str | None, Sampler]:
-        """The rig summary and telemetry sampler for this endpoint (none for another host)."""
-        from rigbook.capacity.run import machine_context
-
-        return machine_context(self.url)
-
-
-def recipe_facts(recipe) -> dict:
-    """What a recipe says about a run: its revision, engine and version, and its quant."""
-    quant = next((m.quant for m in recipe.models if m.quant), None)
-    source = recipe.engine_source
-    return {
-        "recipe_revision": recipe.revision.no if recipe.revision else None,
-        "extra": {"quant": quant} if quant else {},
-        "recipe_engine": recipe.engine,
-        "recipe_engine_version": source.base_version if source else None,
-    }
 
 
 def _running_launch(slug: str):
@@ -83,19 +60,18 @@ def serving(url: str | None, recipe_ref: str | None, note: Note | None = None) -
     from rigbook.recipe.resolve import resolve_recipe
 
     recipe = resolve_recipe(recipe_ref)
-    facts = recipe_facts(recipe)
     if url is not None:
-        yield Served(url=base_url(url), recipe_slug=recipe.slug, recipe_facts=facts)
+        yield Served(url=base_url(url), recipe=recipe_ref)
         return
     running = _running_launch(recipe.slug)
     if running is not None:
         say(f"measuring the running launch {running.name} at {running.url}")
-        yield Served(url=running.url, recipe_slug=recipe.slug, recipe_facts=facts)
+        yield Served(url=running.url, recipe=recipe_ref)
         return
     started = _start(recipe, say)
     name = started.run.name if started.run else None
     try:
-        yield Served(url=started.url, recipe_slug=recipe.slug, recipe_facts=facts, started=name)
+        yield Served(url=started.url, recipe=recipe_ref, started=name)
     finally:
         if name:
             from rigbook.launch.control import down

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import signal
 from datetime import datetime
 from pathlib import Path
 
@@ -11,19 +9,6 @@ import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 from rigbook.errors import InputError
-
-
-async def _with_signals(run) -> object:
-    """Run ``run(stop)`` with SIGINT/SIGTERM setting ``stop`` (what was measured is kept)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        return await run(stop)
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
 
 
 def register(app: typer.Typer) -> None:
@@ -64,12 +49,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """How many users the server holds at an SLO: a search of bench cells, one sentence."""
         with handled(as_json):
-            from rigbook.bench.profiles import get_profile
+            from rigbook.bench import MeasureRequest
             from rigbook.bench.progress import LiveProgress
-            from rigbook.bench.runner import BenchSpec
-            from rigbook.capacity import CapacitySpec, SearchSettings, parse_slo, run_capacity
+            from rigbook.capacity import CapacitySpec, SearchSettings, capacity, parse_slo
             from rigbook.capacity.present import detail_lines, probe_line, probe_table, summary
             from rigbook.capacity.serve import serving
+            from rigbook.cli.bench import _stop_on_signals
             from rigbook.home import state_dir
 
             terms = parse_slo(slo)
@@ -81,38 +66,24 @@ def register(app: typer.Typer) -> None:
                 )
             target = out or state_dir("results") / f"capacity-{datetime.now():%Y%m%d-%H%M%S}.json"
             settings = SearchSettings(max_concurrency=max_concurrency, rounds=rounds, reruns=reruns)
+            say = None if as_json else (lambda line: err_console.print(line, highlight=False))
             live = LiveProgress(enabled=not as_json)
-            with serving(url, recipe, note=None if as_json else err_console.print) as target_server:
-                spec = CapacitySpec(
-                    slo=terms,
-                    settings=settings,
-                    bench=BenchSpec(
-                        url=target_server.url,
-                        model=model,
-                        profile=get_profile(profile),
-                        max_tokens=max_tokens,
-                        warmup=warmup,
-                        recipe_slug=target_server.recipe_slug,
-                        out=target,
-                        **target_server.recipe_facts,
-                    ),
+            with serving(url, recipe, note=say) as served:
+                request = MeasureRequest(
+                    url=served.url,
+                    model=model,
+                    profile=profile,
+                    max_tokens=max_tokens,
+                    warmup=warmup,
+                    recipe=served.recipe,
                 )
-                rig, rig_why, sampler = target_server.machine()
-                with live:
-                    result = asyncio.run(
-                        _with_signals(
-                            lambda stop: run_capacity(
-                                spec,
-                                rig=rig,
-                                rig_unavailable=rig_why,
-                                sampler=sampler,
-                                stop=stop,
-                                progress=live.update,
-                                on_probe=None
-                                if as_json
-                                else lambda o: err_console.print(probe_line(o), highlight=False),
-                            )
-                        )
+                spec = CapacitySpec(measure=request, slo=terms, settings=settings, out=target)
+                with live, _stop_on_signals() as stop:
+                    result = capacity(
+                        spec,
+                        stop,
+                        progress=live.update,
+                        on_probe=say and (lambda o: say(probe_line(o))),
                     )
 
             def render() -> None:
@@ -126,3 +97,5 @@ def register(app: typer.Typer) -> None:
                 console.print(f"result: {target}", highlight=False, soft_wrap=True)
 
             emit(summary(result, str(target)), as_json, render)
+            if stop.signum is not None:  # cut short: what was measured is written, not the whole
+                raise typer.Exit(128 + stop.signum)

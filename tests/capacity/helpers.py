@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from rigbook.bench.profiles import get_profile
-from rigbook.bench.runner import BenchSpec
+from rigbook.bench import MeasureRequest
 from rigbook.bench.synthetic_curves import Curve
-from rigbook.bench.telemetry import Sampler
 from rigbook.capacity import CapacityResult, CapacitySpec, SearchSettings, parse_slo, run_capacity
 from tests.bench.helpers import start_synthetic
 
@@ -31,14 +29,15 @@ def capacity(
     spec = CapacitySpec(
         slo=parse_slo(slo),
         settings=SearchSettings(**settings),
-        bench=BenchSpec(
+        measure=MeasureRequest(
             url=url,
             model="synthetic",
-            profile=get_profile("quick"),
+            profile="quick",
             max_tokens=MAX_TOKENS,
             warmup=0,
-            out=out,
+            telemetry=False,
         ),
+        out=out,
     )
 
     async def go() -> CapacityResult:
@@ -49,13 +48,6 @@ def capacity(
             if len(ended) == stop_after:
                 stop.set()
 
-        return await run_capacity(
-            spec,
-            rig=None,
-            rig_unavailable="test",
-            stop=stop,
-            sampler=Sampler(None, "no GPU in tests"),
-            on_probe=on_probe,
-        )
+        return await run_capacity(spec, stop=stop, on_probe=on_probe)
 
     return asyncio.run(go())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from rigbook.bench.result import load_result
 from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.result import load_capacity
 from tests.capacity.helpers import capacity, serve
@@ -191,10 +192,14 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     # The term values are the bench's own cell metrics, not a second computation.
     reading = next(r for r in loaded.probes[0].readings if r.term == "per_user_tok_s")
     assert reading.value == loaded.bench.cells[0].metrics.per_request_decode_tok_s.p50
-    journal = out.with_name("c.journal.jsonl")
-    assert journal.exists() and sum(
-        1 for line in journal.open() if '"type": "request"' in line
-    ) == sum(len(c.requests) for c in loaded.bench.cells)
+    # Each probe is a bench run of its own: its result and journal sit beside the capacity result.
+    for probe, cell in zip(loaded.probes, loaded.bench.cells):
+        own = load_result(tmp_path / probe.result_file)
+        assert [len(c.requests) for c in own.cells] == [len(cell.requests)]
+        journal = tmp_path / probe.result_file.replace(".json", ".journal.jsonl")
+        assert sum(
+            '"type":"request"' in line or '"type": "request"' in line for line in journal.open()
+        ) == len(cell.requests)
 
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)

@@ -1,4 +1,4 @@
-"""`--recipe SLUG` when the recipe already runs: capacity measures that launch and leaves it running."""
+"""`--recipe SLUG` when the recipe already runs: that launch is measured and left running."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_a_running_launch_is_measured_and_left_running(rigbook_home, tmp_path):
         )
         with serving(None, EMBEDDED_SLUG) as served:
             assert served.url == url and served.started is None
-            assert served.recipe_facts["recipe_engine"] == "llama.cpp"
+            assert served.recipe == EMBEDDED_SLUG
         done = rigbook(
             "capacity",
             "--recipe",
