@@ -17,7 +17,6 @@ from rigbook.capacity.probe import BenchProber, Progress
 from rigbook.capacity.result import CapacityResult, save_capacity
 from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
 from rigbook.capacity.slo import Slo
-from rigbook.errors import RigbookError
 
 # How often a threading.Event stop is looked at: the bound on how late a signal is heard.
 _STOP_POLL_S = 0.05
@@ -84,10 +83,11 @@ async def run_capacity(
     stop: asyncio.Event,
     progress: Progress | None = None,
     on_probe: Callable[[ProbeOutcome], None] | None = None,
-) -> CapacityResult:
+) -> CapacityResult | None:
     """Search, writing ``spec.out`` after every probe (and each probe's own bench result and
     journal beside it); ``stop`` ends the search between or inside probes: what was measured is
-    kept and the answer says it is incomplete."""
+    kept and the answer says it is incomplete (None when it was stopped before any probe
+    measured a request, and nothing was written)."""
     prober = BenchProber(spec.measure, spec.out, stop, recipe_extra(spec.measure.recipe), progress)
     outcomes: list[ProbeOutcome] = []
 
@@ -101,12 +101,8 @@ async def run_capacity(
             on_probe(outcome)
 
     await search(prober, spec.slo, spec.settings, after_probe)
-    if not prober.results:
-        raise RigbookError(
-            "W_CUT_SHORT",
-            "stopped before the first probe measured anything",
-            "Run again and let at least one probe finish.",
-        )
+    if not prober.results:  # stopped before the first probe measured anything: no file
+        return None
     result = build_result(spec, outcomes, prober).with_hash()
     save_capacity(result, spec.out)
     return result
@@ -117,11 +113,11 @@ def capacity(
     stop: threading.Event | None = None,
     progress: Progress | None = None,
     on_probe: Callable[[ProbeOutcome], None] | None = None,
-) -> CapacityResult:
+) -> CapacityResult | None:
     """:func:`run_capacity` to the end in a fresh event loop (uvloop where installed). ``stop`` is
     a ``threading.Event`` so a signal handler or another thread can end the search."""
 
-    async def run() -> CapacityResult:
+    async def run() -> CapacityResult | None:
         inner = asyncio.Event()
 
         async def follow() -> None:

@@ -85,6 +85,8 @@ def register(app: typer.Typer) -> None:
                         progress=live.update,
                         on_probe=say and (lambda o: say(probe_line(o))),
                     )
+            if result is None:  # stopped before the first probe measured anything: no file
+                raise typer.Exit(128 + (stop.signum or 2))
 
             def render() -> None:
                 err_console.print(probe_table(result))
