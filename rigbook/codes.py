@@ -62,6 +62,9 @@ class Code(StrEnum):
     W_SERVER_COUNT = "W_SERVER_COUNT"
     W_CUT_SHORT = "W_CUT_SHORT"
     E_RESULT_INVALID = "E_RESULT_INVALID"
+    E_SLO_INVALID = "E_SLO_INVALID"
+    W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
+    W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
     E_NOT_COMPARABLE = "E_NOT_COMPARABLE"
     E_AUTH = "E_AUTH"
     E_RATE_LIMIT = "E_RATE_LIMIT"
@@ -184,6 +187,15 @@ _ALL = [
        "Run again to complete the missing cells."),
     _c(Code.E_RESULT_INVALID, "error", "InputError", "bench", "A bench result file is malformed or its hash does not check out.",
        "Use the file rigbook bench wrote, unmodified."),
+    # capacity
+    _c(Code.E_SLO_INVALID, "error", "InputError", "capacity", "The --slo text cannot be read as a service-level objective.",
+       "Write terms like per_user_tok_s>=20,ttft_p99_ms<=2000; docs/capacity.md lists every term."),
+    _c(Code.W_CAPACITY_LOWER_BOUND, "warning", None, "capacity",
+       "The capacity is a lower bound: the search reached --max-concurrency, was stopped, or the client set the pace of the first failing probe.",
+       "Raise --max-concurrency, let the search finish, or run the client on a less loaded machine."),
+    _c(Code.W_CAPACITY_UNSTABLE, "warning", None, "capacity",
+       "A re-run of the boundary probe failed the SLO that its first run met; the answer was lowered to a level that held.",
+       "Read the spread in the result; use more --rounds for steadier probes, or a quieter machine."),
     # compare
     _c(Code.E_NOT_COMPARABLE, "error", "InputError", "compare", "Two numbers differ in conditions that make their ratio meaningless.",
        "Compare records measured under the same conditions; every differing condition is listed."),

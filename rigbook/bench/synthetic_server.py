@@ -11,7 +11,8 @@ scenario:
   every third request (server sequence 2, 5, 8 …; ``--fault-every``) stops early, sends an in-band
   error, goes silent for ``stall_s``, or drops the connection half-way.
 
-The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``.
+The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
+a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
 ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /metrics`` gives Prometheus counters named as vLLM names
@@ -39,6 +40,8 @@ from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from rigbook.bench.synthetic_curves import Curve
+
 SCENARIOS = (
     "synthetic",
     "synthetic-final",
@@ -62,6 +65,7 @@ class Config:
     reasoning_tokens: int = 24
     stall_s: float = 3.0
     fault_every: int = 3
+    curve: Curve | None = None  # a known load curve (synthetic_curves) in place of rate and falloff
     metrics_flavor: str = "vllm"
 
 
@@ -77,7 +81,11 @@ FLAVORS = {
         "sglang:prompt_tokens_total",
         "sglang:time_to_first_token_seconds",
     ),
-    "llamacpp": ("llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total", None),
+    "llamacpp": (
+        "llamacpp:tokens_predicted_total",
+        "llamacpp:prompt_tokens_total",
+        None,
+    ),
 }
 TTFT_BUCKETS_S = (
     0.001,
@@ -197,6 +205,7 @@ class SyntheticServer:
         self.active = 0
         self._seq: dict[str, int] = {}
         self.port: int | None = None
+        self._factors = self.config.curve.factors() if self.config.curve else None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
         server = await asyncio.start_server(
@@ -229,7 +238,7 @@ class SyntheticServer:
                 await self._json(
                     writer,
                     {
-                        "config": self.config.__dict__,
+                        "config": self._config_json(),
                         "active": self.active,
                         "requests": [s.to_dict() for s in self.record],
                     },
@@ -251,7 +260,9 @@ class SyntheticServer:
                 await self._chat(writer, json.loads(body or b"{}"), arrival)
             else:
                 await self._json(
-                    writer, {"error": {"message": f"no route {method} {path}"}}, status=404
+                    writer,
+                    {"error": {"message": f"no route {method} {path}"}},
+                    status=404,
                 )
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -267,7 +278,13 @@ class SyntheticServer:
         )
         await writer.drain()
 
+    def _config_json(self) -> dict:
+        curve = self.config.curve
+        return {**self.config.__dict__, "curve": curve.model_dump() if curve else None}
+
     def _rate(self) -> float:
+        if self.config.curve:
+            return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
     async def _chat(self, writer: asyncio.StreamWriter, req: dict, arrival: float) -> None:
@@ -287,8 +304,17 @@ class SyntheticServer:
         )
         prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
         served = Served(
-            seq=seq, model=model, arrival=arrival, prompt_tokens=len(prompt.split()), fault=fault
+            seq=seq,
+            model=model,
+            arrival=arrival,
+            prompt_tokens=len(prompt.split()),
+            fault=fault,
         )
+        curve = cfg.curve
+        if curve and curve.refuses(self.active + 1):
+            await self._json(writer, {"error": {"message": "synthetic: over capacity"}}, status=503)
+            return
+        factor = curve.factor(self._factors) if curve else 1.0
         if self.keep_record:
             self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
@@ -339,7 +365,7 @@ class SyntheticServer:
         self.active += 1
         sent = 0
         try:
-            await asyncio.sleep(cfg.ttft_s)
+            await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
             k, due, perf = 0, time.perf_counter(), time.perf_counter
             counts, n_chunks = events.counts, len(events.chunks)
             while k < n_chunks:
@@ -353,7 +379,7 @@ class SyntheticServer:
                 while (
                     j < n_chunks and (j == k or due <= now) and not (midway and sent >= total // 2)
                 ):
-                    due += counts[j] / self._rate()
+                    due += counts[j] / (self._rate() * factor)
                     sent += counts[j]
                     j += 1
                 writer.write(b"".join(events.chunks[k:j]) if j > k + 1 else events.chunks[k])
@@ -400,7 +426,12 @@ def _event(data: dict) -> bytes:
 
 @lru_cache(maxsize=256)
 def _events(
-    model: str, per_chunk: int, total: int, prompt_tokens: int, reasoning: int, early_eos: bool
+    model: str,
+    per_chunk: int,
+    total: int,
+    prompt_tokens: int,
+    reasoning: int,
+    early_eos: bool,
 ) -> _Rendered:
     """Render a reply once; replies of the same shape share it."""
     usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
@@ -429,7 +460,11 @@ def _events(
             "object": "chat.completion.chunk",
             "model": model,
             "choices": [
-                {"index": 0, "delta": {}, "finish_reason": "stop" if early_eos else "length"}
+                {
+                    "index": 0,
+                    "delta": {},
+                    "finish_reason": "stop" if early_eos else "length",
+                }
             ],
         }
     )
@@ -457,7 +492,10 @@ def _serve_forever(
 
     async def run() -> None:
         await server.serve(port=port, reuse_port=reuse)
-        print(f"synthetic server on http://127.0.0.1:{server.port} (pid {os.getpid()})", flush=True)
+        print(
+            f"synthetic server on http://127.0.0.1:{server.port} (pid {os.getpid()})",
+            flush=True,
+        )
         await asyncio.Event().wait()
 
     try:
@@ -476,7 +514,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8123)
     ap.add_argument(
-        "--rate", type=float, default=Config.rate_tok_s, help="per-request tok/s at concurrency 1"
+        "--rate",
+        type=float,
+        default=Config.rate_tok_s,
+        help="per-request tok/s at concurrency 1",
     )
     ap.add_argument("--falloff", type=float, default=Config.falloff)
     ap.add_argument("--tokens-per-chunk", type=int, default=Config.tokens_per_chunk)
@@ -500,6 +541,12 @@ def main() -> None:
         default=1,
         help="serve the port from this many processes (/_record then covers one of them only)",
     )
+    ap.add_argument(
+        "--curve",
+        type=Curve.model_validate_json,
+        default=None,
+        help='a known load curve as JSON, e.g. \'{"shape": "cliff", "knee": 12}\'',
+    )
     args = ap.parse_args()
     config = Config(
         rate_tok_s=args.rate,
@@ -509,6 +556,7 @@ def main() -> None:
         stall_s=args.stall_s,
         metrics_flavor=args.metrics_flavor,
         fault_every=args.fault_every,
+        curve=args.curve,
     )
     counters = Counters()
     if args.processes <= 1:
@@ -517,7 +565,9 @@ def main() -> None:
     # The falloff is per process here: each sees only its own active streams.
     procs = [
         multiprocessing.Process(
-            target=_serve_forever, args=(config, args.port, counters, False, True), daemon=True
+            target=_serve_forever,
+            args=(config, args.port, counters, False, True),
+            daemon=True,
         )
         for _ in range(args.processes)
     ]

@@ -55,7 +55,8 @@ def register(app: typer.Typer) -> None:
     @app.command("bench")
     def bench(
         url: str = typer.Argument(
-            ..., help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000"
+            ...,
+            help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000",
         ),
         model: str = typer.Option(
             None, "--model", help="Model id (default: the first the server lists)."
@@ -64,7 +65,9 @@ def register(app: typer.Typer) -> None:
             "seed", "--profile", help="Bench profile: seed (default) or quick."
         ),
         concurrency: str = typer.Option(
-            None, "--concurrency", help="Concurrency levels, e.g. 1,4,8 (default: the profile's)."
+            None,
+            "--concurrency",
+            help="Concurrency levels, e.g. 1,4,8 (default: the profile's).",
         ),
         max_tokens: int = typer.Option(
             None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
@@ -79,7 +82,10 @@ def register(app: typer.Typer) -> None:
             None, "--warmup", min=0, help="Warmup requests before measuring."
         ),
         stall_timeout: float = typer.Option(
-            None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."
+            None,
+            "--stall-timeout",
+            min=0.1,
+            help="Seconds of silence that fail a request.",
         ),
         recipe: str = typer.Option(
             None,
@@ -87,7 +93,9 @@ def register(app: typer.Typer) -> None:
             help="Recipe slug (or file) the server runs; recorded with the result.",
         ),
         out: Path = typer.Option(
-            None, "--out", help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json)."
+            None,
+            "--out",
+            help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json).",
         ),
         as_json: bool = JsonOption,
     ) -> None:
@@ -136,11 +144,14 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         result: Path = typer.Argument(
-            ..., help="A result file, or a *.journal.jsonl of a run that was killed."
+            ...,
+            help="A bench or capacity result file, or a *.journal.jsonl of a killed bench run.",
         ),
         fmt: str = typer.Option("md", "--format", help="md or html."),
         out: Path = typer.Option(
-            None, "--out", help="Directory for the report and plots (default: beside the result)."
+            None,
+            "--out",
+            help="Directory for the report and plots (default: beside the result).",
         ),
         as_json: bool = JsonOption,
     ) -> None:
@@ -152,16 +163,29 @@ def register(app: typer.Typer) -> None:
 
             if fmt not in ("md", "html"):
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
-            if result.name.endswith(".journal.jsonl"):
+            from rigbook.capacity.result import is_capacity_file
+
+            target = out or result.parent / (result.name.split(".")[0] + "-report")
+            if is_capacity_file(
+                result
+            ):  # the capacity curve with its SLO lines, and the probes' bench report
+                from rigbook.capacity.chart import write_capacity_report
+                from rigbook.capacity.result import load_capacity
+
+                written, rebuilt = (
+                    write_capacity_report(load_capacity(result), target, fmt),
+                    None,
+                )
+            elif result.name.endswith(".journal.jsonl"):
                 res = rebuild(result)
                 rebuilt = result.with_name(
                     result.name.removesuffix(".journal.jsonl") + ".rebuilt.json"
                 )
                 save_result(res, rebuilt)
+                written = write_report(res, target, fmt)
             else:
-                res, rebuilt = load_result(result), None
-            target = out or result.parent / (result.name.split(".")[0] + "-report")
-            written = write_report(res, target, fmt)
+                rebuilt = None
+                written = write_report(load_result(result), target, fmt)
             value = {
                 "report": str(written.report),
                 "plots": [str(p) for p in written.plots],

@@ -20,6 +20,9 @@ from rigbook.errors import InputError
 
 
 def _lines_up(a: ComparedPoint, b: ComparedPoint) -> bool:
+    if a.slo is not None or b.slo is not None:
+        # A capacity lines up with another capacity measured under the same SLO, whatever its users.
+        return a.slo == b.slo and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
     return a.concurrency == b.concurrency and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
 
 
@@ -38,12 +41,15 @@ def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint
     side_b = Side(point=b, derived=derive(b, b_src.model))
     outcomes = judge(a, a_src.model, b, b_src.model)
     decode_ratio = _pct(a.decode_tok_s, b.decode_tok_s)
+    users_ratio = _pct(a.users_at_slo, b.users_at_slo) if a.slo is not None else None
     return PointPair(
         concurrency=a.concurrency, context_len=a.context_len if a.context_len is not None else b.context_len,
-        a=side_a, b=side_b, decode_ratio_pct=decode_ratio,
+        a=side_a, b=side_b, decode_ratio_pct=decode_ratio, slo=a.slo, users_ratio_pct=users_ratio,
         per_gpu_ratio_pct=_pct(side_a.derived.decode_tok_s_per_gpu, side_b.derived.decode_tok_s_per_gpu),
         same=[o.rule for o in outcomes if o.kind == "equal"],
-        verdicts=aspect_verdicts(outcomes, side_a.derived.tok_s_per_w, side_b.derived.tok_s_per_w, decode_ratio),
+        # Under an SLO the throughput that counts is the users served.
+        verdicts=aspect_verdicts(outcomes, side_a.derived.tok_s_per_w, side_b.derived.tok_s_per_w,
+                                 users_ratio if a.slo is not None else decode_ratio),
     )
 
 
@@ -76,6 +82,13 @@ def compare_sources(sources: list[Source]) -> Comparison:
     """Every pair of sources; at least one pair must line up somewhere."""
     sources = distinct_names(sources)
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
+    slos = {p.slo for s in sources for p in s.points if p.slo is not None}
+    if not any(p.points for p in pairs) and slos:
+        raise InputError("E_NOT_COMPARABLE", "capacities compare only under the same SLO, and only with capacities",
+                         "Measure both with `rigbook capacity` and the same --slo.",
+                         details=[f"{s.name}: " + ("; ".join(f"SLO {p.slo}" for p in s.points if p.slo)
+                                                   or "no capacity (perf points at fixed concurrency)")
+                                  for s in sources])
     if not any(p.points for p in pairs):
         raise InputError("E_NOT_COMPARABLE", "no perf points line up: none share a concurrency (and context length)",
                          "Compare results measured at the same concurrency levels; each source's levels are listed.",

@@ -38,7 +38,7 @@ class Source(BaseModel):
     """One argument of `rigbook compare`, resolved to perf points whose ``conditions`` are filled."""
 
     ref: str = Field(description="The argument as given.")
-    kind: Literal["bench_result", "recipe"]
+    kind: Literal["bench_result", "recipe", "capacity"]
     name: str = Field(description="Recipe slug, or the result file's name.")
     model: str | None = Field(default=None, description="Model slug or served model id.")
     content_hash: str | None = Field(default=None, description="A bench result's verified content hash.")
@@ -108,6 +108,9 @@ class PointPair(BaseModel):
     a: Side
     b: Side
     decode_ratio_pct: float | None = Field(default=None, description="A's decode tok/s as a percentage of B's.")
+    slo: str | None = Field(default=None, description="Two capacities: the SLO both were measured under.")
+    users_ratio_pct: float | None = Field(default=None, description="Two capacities: A's users at the SLO as a "
+                                                                    "percentage of B's.")
     per_gpu_ratio_pct: float | None = None
     same: list[str] = Field(default_factory=list, description="Conditions known on both sides and equal.")
     verdicts: list[AspectVerdict]

@@ -27,7 +27,7 @@ def pct(value: float | None) -> str:
 
 def source_line(letter: str, source: Source) -> str:
     """'A  slug (recipe)' with what was left out."""
-    kind = "bench result" if source.kind == "bench_result" else "recipe"
+    kind = {"bench_result": "bench result", "capacity": "capacity result"}.get(source.kind, "recipe")
     text = f"{letter}  {source.name} ({kind}"
     text += f", hash {source.content_hash.removeprefix('sha256:')[:12]} verified)" if source.content_hash else ")"
     if source.skipped:
@@ -60,6 +60,10 @@ def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Call
     ``compact`` (the terminal) leaves out a context column with no context in it and shortens
     the ceiling cells, so the table fits 80 columns."""
     cols: list[tuple[str, Callable[[PointPair], str]]] = [("conc", lambda p: str(p.concurrency))]
+    if any(p.slo is not None for p in pair.points):
+        # Two capacities: the users each serves at the SLO, then the aggregate at that many.
+        cols = [("A users", lambda p: str(p.a.point.users_at_slo)), ("B users", lambda p: str(p.b.point.users_at_slo)),
+                ("users A/B", lambda p: pct(p.users_ratio_pct))]
     if not compact or any(p.context_len is not None for p in pair.points):
         cols.append(("ctx", lambda p: "—" if p.context_len is None else str(p.context_len)))
     cols += [
@@ -78,6 +82,8 @@ def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Call
 
 
 def point_key(p: PointPair) -> str:
+    if p.slo is not None:
+        return f"SLO {p.slo}"
     return f"c{p.concurrency}" + (f"/ctx {p.context_len}" if p.context_len not in (None, 1) else "")
 
 
@@ -90,7 +96,8 @@ def figure_line(pair: PairComparison, aspect: str) -> str | None:
             parts.append(f"{v.figure_pct:.1f}% ({point_key(p)})")
     if not parts:
         return None
-    return f"A's {_what(aspect)} is " + ", ".join(parts) + " of B's"
+    capacity = aspect == "throughput" and any(p.slo is not None for p in pair.points)
+    return f"A's {'users at the SLO' if capacity else _what(aspect)} is " + ", ".join(parts) + " of B's"
 
 
 def _what(aspect: str) -> str:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from rigbook.bench.result import BenchResult, load_result
+from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
 from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
 from rigbook.errors import InputError, RigbookError
 from rigbook.recipe.resolve import resolve_recipe
@@ -139,6 +140,19 @@ def source_from_result(ref: str, result: BenchResult) -> Source:
                   content_hash=result.content_hash, points=points, skipped=skipped)
 
 
+def source_from_capacity(ref: str, result: CapacityResult) -> Source:
+    """A capacity result's users_at_slo point with the run's conditions filled in, as for a bench result."""
+    bench = result.bench
+    run = _run_defaults(bench)
+    kept, skipped = _usable(result.perf_points)
+    points = [_fill(p, run | {k: v for k, v in _cell_defaults(bench, p).items() if v is not None}, _cpu(bench))
+              for p in kept]
+    if not result.perf_points:
+        skipped.append(f"no users at {result.slo.text}: {result.answer.sentence}")
+    return Source(ref=ref, kind="capacity", name=Path(ref).name, model=bench.conditions.model,
+                  content_hash=result.content_hash, points=points, skipped=skipped)
+
+
 def _is_bench_result(ref: str) -> bool:
     """True when ``ref`` is a file holding a bench result (peeked at, so a recipe file goes to the recipe loader)."""
     path = Path(ref).expanduser()
@@ -164,6 +178,8 @@ def load_source(ref: str) -> Source:
     """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
     if _is_bench_result(ref):
         source = source_from_result(ref, load_result(ref))
+    elif is_capacity_file(ref):
+        source = source_from_capacity(ref, load_capacity(ref))
     else:
         try:
             recipe = resolve_recipe(ref)

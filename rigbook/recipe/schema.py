@@ -141,6 +141,14 @@ class PerfPoint(Record):
     notes: str | None = None
     # rigbook additions
     per_request_decode_tok_s_median: float | None = Field(default=None, description="Median per-request decode rate at this concurrency.")
+    users_at_slo: int | None = Field(
+        default=None, ge=0, description="`rigbook capacity`: users served at once with every term of `slo` met.")
+    users_at_slo_lower_bound: bool | None = Field(
+        default=None, description="The search did not find where the SLO breaks: the true number may be higher.")
+    slo: str | None = Field(
+        default=None, description="The canonical SLO users_at_slo holds for, e.g. 'per_user_tok_s>=20,ttft_p99_ms<=2000,error_rate<=0'.")
+    slo_profile: str | None = Field(
+        default=None, description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').")
     conditions: PerfConditions | None = None
 
 

@@ -1,0 +1,109 @@
+"""`rigbook report` for a capacity result: the curve with its SLO lines and the knee, and a page.
+
+The page sits beside the bench report of the same probes (in ``bench/``), which `rigbook
+report` writes as for any bench result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a display
+import matplotlib.pyplot as plt  # noqa: E402
+from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+
+from rigbook.bench.report import Written, write_report  # noqa: E402
+from rigbook.capacity.result import CapacityResult  # noqa: E402
+from rigbook.capacity.slo import KINDS  # noqa: E402
+
+
+def plot_capacity(result: CapacityResult, path: Path) -> Path:
+    """Each term's value per probe (filled: passed, x: failed) with its SLO line, on a rate axis
+    and a latency axis; aggregate tok/s below; the knee (the answer) as a vertical line."""
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(7, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    latency = top.twinx()
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    terms = [t for t in result.slo.terms if t.name != "error_rate"]
+    for i, term in enumerate(terms):
+        ax = top if term.kind.unit == "tok/s" else latency
+        colour = colours[i % len(colours)]
+        for passed in (True, False):
+            pts = [
+                (o.concurrency, r.value)
+                for o in result.probes
+                for r in o.readings
+                if r.term == term.name and r.value is not None and r.passed == passed
+            ]
+            if pts:
+                ax.scatter(
+                    *zip(*pts),
+                    color=colour,
+                    marker="o" if passed else "x",
+                    label=f"{KINDS[term.name].label}" + ("" if passed else " (failed)"),
+                )
+        ax.axhline(
+            term.threshold, color=colour, linestyle="--", linewidth=1, label=f"SLO {term.phrase()}"
+        )
+    knee = result.answer.users
+    for ax in (top, bottom):
+        if knee:
+            ax.axvline(knee, color="black", linewidth=1, alpha=0.6)
+        ax.grid(alpha=0.3)
+    if knee:
+        top.annotate(
+            f"{'≥ ' if result.answer.lower_bound else ''}{knee} users",
+            (knee, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+        )
+    top.set_ylabel("per-user tok/s")
+    latency.set_ylabel("ms")
+    handles = [h for ax in (top, latency) for h in ax.get_legend_handles_labels()[0]]
+    labels = [lb for ax in (top, latency) for lb in ax.get_legend_handles_labels()[1]]
+    top.legend(handles, labels, fontsize="small", loc="best")
+    top.set_title(f"{result.bench.conditions.model}: users at {result.slo.text}", fontsize="medium")
+    levels = sorted({o.concurrency for o in result.probes})
+    agg = [
+        (o.concurrency, o.aggregate_tok_s) for o in result.probes if o.aggregate_tok_s is not None
+    ]
+    if agg:
+        bottom.scatter(*zip(*agg), color=colours[0])
+    bottom.set_ylabel("aggregate tok/s")
+    bottom.set_xlabel("users (concurrent requests)")
+    if levels and levels[-1] / levels[0] >= 8:
+        bottom.set_xscale("log", base=2)
+    bottom.set_xticks(levels, [str(c) for c in levels])
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_capacity_report(result: CapacityResult, out_dir: Path, fmt: str) -> Written:
+    """``capacity.png`` and ``report.md``/``report.html`` in ``out_dir``; the probes' bench report
+    (its own plots and page) in ``out_dir/bench``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chart = plot_capacity(result, out_dir / "capacity.png")
+    bench = write_report(result.bench, out_dir / "bench", fmt)
+    env = Environment(
+        loader=PackageLoader("rigbook.capacity", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["f"] = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)
+    page = env.get_template(f"capacity.{fmt}").render(
+        r=result,
+        c=result.bench.conditions,
+        chart=chart.name,
+        bench_report=bench.report.relative_to(out_dir).as_posix(),
+        kinds=KINDS,
+    )
+    report = out_dir / f"report.{fmt}"
+    report.write_text(page, encoding="utf-8")
+    return Written(report=report, plots=[chart, *bench.plots])

@@ -1,0 +1,105 @@
+"""The capacity result file: the SLO, the settings, every probe, the answer and its perf point.
+
+The probes' cells (every request in them) sit in ``bench``, a complete bench result, so what
+reads bench results reads them too. ``content_hash`` covers everything else, as a bench result's
+does. The file is rewritten after each probe: a crash loses at most the probe in flight, whose
+requests are in the journal beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rigbook.bench.result import BenchResult
+from rigbook.capacity.answer import CapacityAnswer
+from rigbook.capacity.search import ProbeOutcome, SearchSettings
+from rigbook.capacity.slo import Slo
+from rigbook.errors import InputError
+from rigbook.hashing import content_hash
+from rigbook.recipe.schema import PerfPoint
+
+CAPACITY_KIND = "rigbook.capacity.result"
+
+
+class CapacityResult(BaseModel):
+    """One `rigbook capacity` run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = 1
+    kind: Literal["rigbook.capacity.result"] = CAPACITY_KIND
+    slo: Slo
+    settings: SearchSettings
+    probes: list[ProbeOutcome] = Field(description="Every probe in the order it ran.")
+    answer: CapacityAnswer
+    perf_points: list[PerfPoint] = Field(
+        default_factory=list, description="The users_at_slo point."
+    )
+    bench: BenchResult = Field(
+        description="The probes as cells of one bench run, requests included."
+    )
+    warnings: list[str] = Field(default_factory=list)
+    load: str | None = Field(
+        default=None, description="The machine's load averages when the run ended."
+    )
+    content_hash: str | None = None
+
+    def hashed_body(self) -> dict:
+        body = self.model_dump(mode="json", by_alias=True)
+        body.pop("content_hash", None)
+        return body
+
+    def with_hash(self) -> CapacityResult:
+        return self.model_copy(update={"content_hash": content_hash(self.hashed_body())})
+
+
+def is_capacity_file(path: Path | str) -> bool:
+    """True when ``path`` is a JSON file holding a capacity result (peeked at, not validated)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return False
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == CAPACITY_KIND
+
+
+def save_capacity(result: CapacityResult, path: Path) -> Path:
+    """Write the result (hash set) atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    body = result.with_hash().model_dump(mode="json", by_alias=True)
+    tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_capacity(path: Path | str) -> CapacityResult:
+    """Read a capacity result; a malformed file or a wrong hash is ``E_RESULT_INVALID``."""
+    path = Path(path).expanduser()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError("E_RESULT_INVALID", f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError("E_RESULT_INVALID", f"{path} is not JSON: {exc}") from exc
+    try:
+        result = CapacityResult.model_validate(raw)
+    except ValidationError as exc:
+        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path} is not a capacity result ({exc.error_count()} problems)",
+            details=details,
+        ) from exc
+    if result.content_hash != result.with_hash().content_hash:
+        raise InputError(
+            "E_RESULT_INVALID",
+            f"{path}: content_hash does not match the content (edited after the run?)",
+        )
+    return result

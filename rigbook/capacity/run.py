@@ -1,0 +1,136 @@
+"""`rigbook capacity` as a library call: search an endpoint, write the result after every probe."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from rigbook.bench import MeasureRequest
+from rigbook.bench.measure import loop_factory
+from rigbook.capacity.answer import decide, users, users_point
+from rigbook.capacity.probe import BenchProber, Progress
+from rigbook.capacity.result import CapacityResult, save_capacity
+from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
+from rigbook.capacity.slo import Slo
+
+# How often a threading.Event stop is looked at: the bound on how late a signal is heard.
+_STOP_POLL_S = 0.05
+
+
+class CapacitySpec(BaseModel):
+    """One capacity run: the endpoint and profile as for a bench (``measure``: each probe is
+    that request at one concurrency), the SLO, the search, and where the result goes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    measure: MeasureRequest
+    slo: Slo
+    settings: SearchSettings = SearchSettings()
+    out: Path
+
+
+def recipe_extra(ref: str | None) -> dict:
+    """What the recipe states that a perf point carries (its quant), as a bench's points do."""
+    if ref is None:
+        return {}
+    from rigbook.recipe.resolve import resolve_recipe
+
+    quant = next((m.quant for m in resolve_recipe(ref).models if m.quant), None)
+    return {"quant": quant} if quant else {}
+
+
+def _load() -> str | None:
+    try:
+        return "load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+        return None
+
+
+def build_result(
+    spec: CapacitySpec, outcomes: list[ProbeOutcome], prober: BenchProber
+) -> CapacityResult:
+    """The result the probes so far support."""
+    bench = prober.result()
+    answer = decide(spec.slo, spec.settings, outcomes, bench)
+    point = users_point(spec.slo, answer, bench, prober.extra)
+    warnings = list(bench.warnings)
+    if answer.lower_bound:
+        warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
+    if answer.unstable:
+        refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
+        warnings.append("W_CAPACITY_UNSTABLE: a boundary re-run failed at "
+                        + ", ".join(users(o.concurrency) for o in refuted))
+    return CapacityResult(
+        slo=spec.slo,
+        settings=spec.settings,
+        probes=outcomes,
+        answer=answer,
+        perf_points=[point] if point else [],
+        bench=bench,
+        warnings=warnings,
+        load=_load(),
+    )
+
+
+async def run_capacity(
+    spec: CapacitySpec,
+    *,
+    stop: asyncio.Event,
+    progress: Progress | None = None,
+    on_probe: Callable[[ProbeOutcome], None] | None = None,
+) -> CapacityResult | None:
+    """Search, writing ``spec.out`` after every probe (and each probe's own bench result and
+    journal beside it); ``stop`` ends the search between or inside probes: what was measured is
+    kept and the answer says it is incomplete (None when it was stopped before any probe
+    measured a request, and nothing was written)."""
+    prober = BenchProber(spec.measure, spec.out, stop, recipe_extra(spec.measure.recipe), progress)
+    outcomes: list[ProbeOutcome] = []
+
+    def after_probe(outcome: ProbeOutcome) -> None:
+        if len(prober.files) > len(outcomes):
+            outcome = outcome.model_copy(update={"result_file": prober.files[len(outcomes)]})
+        outcomes.append(outcome)
+        if prober.results:
+            save_capacity(build_result(spec, outcomes, prober), spec.out)
+        if on_probe:
+            on_probe(outcome)
+
+    await search(prober, spec.slo, spec.settings, after_probe)
+    if not prober.results:  # stopped before the first probe measured anything: no file
+        return None
+    result = build_result(spec, outcomes, prober).with_hash()
+    save_capacity(result, spec.out)
+    return result
+
+
+def capacity(
+    spec: CapacitySpec,
+    stop: threading.Event | None = None,
+    progress: Progress | None = None,
+    on_probe: Callable[[ProbeOutcome], None] | None = None,
+) -> CapacityResult | None:
+    """:func:`run_capacity` to the end in a fresh event loop (uvloop where installed). ``stop`` is
+    a ``threading.Event`` so a signal handler or another thread can end the search."""
+
+    async def run() -> CapacityResult | None:
+        inner = asyncio.Event()
+
+        async def follow() -> None:
+            while stop is not None and not stop.is_set():
+                await asyncio.sleep(_STOP_POLL_S)
+            if stop is not None:
+                inner.set()
+
+        follower = asyncio.create_task(follow())
+        try:
+            return await run_capacity(spec, stop=inner, progress=progress, on_probe=on_probe)
+        finally:
+            follower.cancel()
+
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        return runner.run(run())

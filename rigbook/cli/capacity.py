@@ -1,0 +1,103 @@
+"""`rigbook capacity`: a thin wrapper over rigbook.capacity."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import typer
+
+from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.errors import InputError
+
+
+def register(app: typer.Typer) -> None:
+    """Add `capacity` to the main app."""
+
+    @app.command("capacity")
+    def capacity(
+        url: str = typer.Argument(
+            None, help="Base URL of an OpenAI-compatible server (or --recipe)."
+        ),
+        slo: str = typer.Option(
+            ..., "--slo", help='Terms, e.g. "per_user_tok_s>=20,ttft_p99_ms<=2000".'
+        ),
+        profile: str = typer.Option(
+            "seed", "--profile", help="Bench profile: seed (default) or quick."
+        ),
+        model: str = typer.Option(None, "--model", help="Model id (default: the first served)."),
+        max_concurrency: int = typer.Option(
+            256, "--max-concurrency", min=1, max=4096, help="Never probe more users than this."
+        ),
+        rounds: int = typer.Option(
+            3, "--rounds", min=1, help="Requests each user sends per probe."
+        ),
+        reruns: int = typer.Option(2, "--reruns", min=0, help="Extra runs of the boundary level."),
+        max_tokens: int = typer.Option(
+            None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
+        ),
+        warmup: int = typer.Option(
+            None, "--warmup", min=0, help="Warmup requests before the first probe."
+        ),
+        recipe: str = typer.Option(
+            None, "--recipe", help="Recipe slug: started if not running, stopped after."
+        ),
+        out: Path = typer.Option(
+            None, "--out", help="Result file (default: RIGBOOK_HOME/results/capacity-<time>.json)."
+        ),
+        as_json: bool = JsonOption,
+    ) -> None:
+        """How many users the server holds at an SLO: a search of bench cells, one sentence."""
+        with handled(as_json):
+            from rigbook.bench import MeasureRequest
+            from rigbook.bench.progress import LiveProgress
+            from rigbook.capacity import CapacitySpec, SearchSettings, capacity, parse_slo
+            from rigbook.capacity.present import detail_lines, probe_line, probe_table, summary
+            from rigbook.capacity.serve import serving
+            from rigbook.cli.bench import _stop_on_signals
+            from rigbook.home import state_dir
+
+            terms = parse_slo(slo)
+            if url is None and recipe is None:
+                raise InputError(
+                    "E_INPUT",
+                    "give the server's URL or --recipe SLUG",
+                    "e.g. rigbook capacity http://127.0.0.1:8080 --slo per_user_tok_s>=20",
+                )
+            target = out or state_dir("results") / f"capacity-{datetime.now():%Y%m%d-%H%M%S}.json"
+            settings = SearchSettings(max_concurrency=max_concurrency, rounds=rounds, reruns=reruns)
+            say = None if as_json else (lambda line: err_console.print(line, highlight=False))
+            live = LiveProgress(enabled=not as_json)
+            with serving(url, recipe, note=say) as served:
+                request = MeasureRequest(
+                    url=served.url,
+                    model=model,
+                    profile=profile,
+                    max_tokens=max_tokens,
+                    warmup=warmup,
+                    recipe=served.recipe,
+                )
+                spec = CapacitySpec(measure=request, slo=terms, settings=settings, out=target)
+                with live, _stop_on_signals() as stop:
+                    result = capacity(
+                        spec,
+                        stop,
+                        progress=live.update,
+                        on_probe=say and (lambda o: say(probe_line(o))),
+                    )
+            if result is None:  # stopped before the first probe measured anything: no file
+                raise typer.Exit(128 + (stop.signum or 2))
+
+            def render() -> None:
+                err_console.print(probe_table(result))
+                for w in result.warnings:
+                    code, _, text = w.partition(":")
+                    err_console.print(f"[yellow]warning[{code}][/]:{text}", highlight=False)
+                for line in detail_lines(result):
+                    err_console.print(line, highlight=False)
+                console.print(result.answer.sentence, highlight=False, soft_wrap=True)
+                console.print(f"result: {target}", highlight=False, soft_wrap=True)
+
+            emit(summary(result, str(target)), as_json, render)
+            if stop.signum is not None:  # cut short: what was measured is written, not the whole
+                raise typer.Exit(128 + stop.signum)

@@ -1,0 +1,111 @@
+"""`rigbook capacity`, then `report` and `compare` on its results, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rigbook.bench.synthetic_curves import Curve
+from tests.capacity.helpers import MAX_TOKENS, serve
+
+
+def rigbook(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def cliff():
+    proc, url = serve(Curve(shape="cliff", rate_tok_s=100, knee=3, drop=0.4))
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def measure(url: str, out, slo: str) -> dict:
+    done = rigbook(
+        "capacity",
+        url,
+        "--slo",
+        slo,
+        "--profile",
+        "quick",
+        "--model",
+        "synthetic",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--warmup",
+        "0",
+        "--max-concurrency",
+        "4",
+        "--reruns",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    return json.loads(done.stdout)
+
+
+def test_capacity_report_and_compare(cliff, tmp_path):
+    a = measure(cliff, tmp_path / "a.json", "per_user_tok_s>=80")
+    assert a["answer"]["users"] == 3 and a["answer"]["first_fail_concurrency"] == 4
+    assert (
+        a["sentence"].startswith("This rig serves ")
+        and "3 users at ≥ 80 tok/s each" in a["sentence"]
+    )
+    assert [p["concurrency"] for p in a["probes"]] == [1, 2, 4, 3, 3]
+    point = a["perf_points"][0]
+    assert point["users_at_slo"] == 3 and point["slo"] == a["slo"]
+    assert point["slo_profile"] == "quick v1"
+
+    report = rigbook("report", str(tmp_path / "a.json"), "--json")
+    assert report.returncode == 0, report.stderr
+    written = json.loads(report.stdout)
+    assert any(p.endswith("capacity.png") for p in written["plots"])
+    page = open(written["report"], encoding="utf-8").read()
+    assert a["sentence"] in page and "![capacity](capacity.png)" in page
+    assert os.path.getsize(next(p for p in written["plots"] if p.endswith("capacity.png"))) > 10_000
+
+    shutil.copy(tmp_path / "a.json", tmp_path / "a2.json")
+    same = rigbook("compare", str(tmp_path / "a.json"), str(tmp_path / "a2.json"), "--json")
+    assert same.returncode == 0, same.stdout + same.stderr
+    pair = json.loads(same.stdout)["pairs"][0]["points"][0]
+    assert pair["slo"] == a["slo"] and pair["users_ratio_pct"] == pytest.approx(100.0)
+    table = rigbook("compare", str(tmp_path / "a.json"), str(tmp_path / "a2.json"))
+    assert "users at the SLO is 100.0%" in table.stdout
+
+    b = measure(cliff, tmp_path / "b.json", "per_user_tok_s>=30")
+    assert b["answer"]["users"] == 4 and b["answer"]["lower_bound"]
+    other = rigbook("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json")
+    assert other.returncode == 2
+    error = json.loads(other.stdout)["error"]
+    assert error["code"] == "E_NOT_COMPARABLE" and "same SLO" in error["message"]
+    assert any("per_user_tok_s>=30" in d for d in error["details"])
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["http://127.0.0.1:9", "--slo", "tok_s>=20"], "E_SLO_INVALID"),
+        (["--slo", "per_user_tok_s>=20"], "E_INPUT"),
+        (["http://127.0.0.1:9", "--slo", "per_user_tok_s>=20", "--warmup", "0"], "E_CONNECT"),
+    ],
+)
+def test_bad_input_is_one_json_error(args, code):
+    done = rigbook("capacity", *args, "--json")
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == code
+    assert "Traceback" not in done.stderr
