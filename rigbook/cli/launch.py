@@ -191,7 +191,9 @@ def up(
 
         def render() -> None:
             port_shown = result.url.rsplit(":", 1)[-1]
-            console.print(f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}", highlight=False)
+            engine = f"  engine {result.engine_version}" if result.engine_version else ""
+            console.print(f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}{engine}",
+                          highlight=False)
             console.print(f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
                           markup=False, highlight=False)
             if result.run:

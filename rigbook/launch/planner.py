@@ -153,7 +153,8 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
         started.findings = [Finding.make("E_UNSAFE", f"{what} (allow with --allow {allow_name})")
                             for allow_name, what in engine.dangers(spec, target) if allow_name not in target.allow]
         steps.append(started)
-    steps.append(step(StepKind.ready, "wait until it is ready", [f"GET {url}/v1/models answers 200, for at most {timeout:.0f} s"]))
+    probes = ", then ".join(f"GET {url}{path}" for path in engine.ready_paths)
+    steps.append(step(StepKind.ready, "wait until it is ready", [f"{probes} answers 200, for at most {timeout:.0f} s"]))
     steps.append(step(StepKind.smoke, "smoke test", [f"model {model_id or '(the first listed)'}: \"Say READY in one word.\" at temperature 0"]))
     for number, s in enumerate(steps, start=1):
         s.number = number

@@ -62,17 +62,18 @@ def stop_group(pgid: int, *, grace_s: float = 15.0, child: subprocess.Popen | No
     return not group_members(pgid)
 
 
-def probe_ready(url: str, timeout: float = 2.0) -> bool:
-    """True when ``url``/v1/models answers 200."""
+def probe_ready(url: str, timeout: float = 2.0, paths: tuple[str, ...] = ("/v1/models",)) -> bool:
+    """True when each of ``paths`` (default ``/v1/models``) answers 200 at ``url``, tried in order."""
     try:
-        return httpx.get(f"{url}/v1/models", timeout=timeout).status_code == 200
+        return all(httpx.get(f"{url}{path}", timeout=timeout).status_code == 200 for path in paths)
     except httpx.HTTPError:
         return False
 
 
 def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float, *,
                patterns: list[LogPattern] | None = None, since: int = 0,
-               progress: Callable[[float, str], None] | None = None) -> float:
+               progress: Callable[[float, str], None] | None = None,
+               ready_paths: tuple[str, ...] = ("/v1/models",)) -> float:
     """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log.
 
     Only the log written after byte ``since`` (where this launch started appending) is read.
@@ -88,7 +89,7 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
             raise RigbookError(hit.code if hit else "E_ENGINE_EXIT",
                               f"the engine exited with status {code} after {elapsed:.0f} s{first}",
                               details=[f"log: {log_path}" + (f" line {hit.line_no} ({hit.why})" if hit else "")])
-        if probe_ready(url):
+        if probe_ready(url, paths=ready_paths):
             return elapsed
         if elapsed > timeout:
             hit = scan_lines(read_tail(log_path, since=since), patterns)

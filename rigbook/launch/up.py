@@ -34,6 +34,7 @@ class UpResult(BaseModel):
     smoke: SmokeResult
     findings: list[Finding] = Field(default_factory=list, description="The plan's findings (warnings included).")
     command: LaunchCommand | None = Field(default=None, description="The engine process that was started.")
+    engine_version: str | None = Field(default=None, description="The engine's version as its server reports it.")
 
 
 Progress = Callable[[str], None]
@@ -128,14 +129,15 @@ def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress:
         state.save(run)
         progress(f"started pid {proc.pid}; log {log_path}")
         ready_s = wait_ready(proc, plan.url, log_path, timeout, patterns=engine.log_patterns, since=since,
-                             progress=lambda s, line: progress(f"waiting {s:.0f}s  {line[:100]}"))
+                             progress=lambda s, line: progress(f"waiting {s:.0f}s  {line[:100]}"),
+                             ready_paths=engine.ready_paths)
         result = smoke(plan.url, plan.model_id)
     except BaseException:
         # Ctrl-C, a timeout, a failed smoke test: nothing of the launch is left running.
         teardown(plan.target.name, proc.pid, plan.target.slot, plan.stop_commands, child=proc)
         raise
     return UpResult(run=run, url=plan.url, model_id=result.model, ready_s=round(ready_s, 2), smoke=result,
-                    findings=findings, command=plan.command)
+                    findings=findings, command=plan.command, engine_version=engine.served_version(plan.url))
 
 
 def teardown(name: str, pgid: int, slot: list[str], stop_commands: list[LaunchCommand], *,

@@ -18,6 +18,8 @@ class Engine(ABC):
     starts_process: ClassVar[bool] = True
     #: Engine-specific log lines, tried before the common ones.
     log_patterns: ClassVar[list[LogPattern]] = []
+    #: Paths that must answer 200, in this order, before the engine counts as ready.
+    ready_paths: ClassVar[tuple[str, ...]] = ("/v1/models",)
 
     @abstractmethod
     def fetch_steps(self, recipe: Recipe, spec, target: Target) -> list[Step]:
@@ -46,6 +48,10 @@ class Engine(ABC):
     def stop_commands(self, spec, target: Target) -> list[LaunchCommand]:
         """Extra commands `down` runs (e.g. `docker stop`), besides killing the process group."""
         return []
+
+    def served_version(self, url: str) -> str | None:
+        """The engine's version as its running server reports it (None: it does not say)."""
+        return None
 
     def missing(self, spec) -> str | None:
         """What is not installed for this engine to run here, or None (checked by `up`, not by a dry run)."""
