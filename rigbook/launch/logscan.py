@@ -19,6 +19,9 @@ class LogPattern(BaseModel):
     code: str
     pattern: str
     why: str
+    fatal: bool = False
+    """The engine cannot become ready after this line, even while its process still runs (it may take
+    minutes to exit): the launch is stopped and fails with the code as soon as the line appears."""
 
 
 class LogHit(BaseModel):
@@ -50,9 +53,9 @@ _EXCEPTION_LINE = re.compile(r"^\s*(?:\S+ pid=\d+\)\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:
 _ERRORISH = re.compile(r"\b(?:ERROR|FATAL|Fatal|fatal|error|Error|failed|Failed|Traceback)\b")
 
 
-def scan_lines(lines: list[str], extra: list[LogPattern] | None = None) -> LogHit | None:
-    """The first line matching a known pattern (adapter patterns before common ones), or None."""
-    patterns = [*(extra or []), *COMMON_PATTERNS]
+def scan_lines(lines: list[str], extra: list[LogPattern] | None = None, *, common: bool = True) -> LogHit | None:
+    """The first line matching a known pattern (adapter patterns before common ones, if ``common``), or None."""
+    patterns = [*(extra or []), *(COMMON_PATTERNS if common else [])]
     compiled = [(p, re.compile(p.pattern)) for p in patterns]
     for pattern, regex in compiled:
         for no, line in enumerate(lines, start=1):

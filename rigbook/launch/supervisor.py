@@ -76,9 +76,11 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
                ready_paths: tuple[str, ...] = ("/v1/models",)) -> float:
     """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log.
 
-    Only the log written after byte ``since`` (where this launch started appending) is read.
+    Only the log written after byte ``since`` (where this launch started appending) is read. A line
+    matching a ``fatal`` pattern ends the wait at once with its code, while the engine still runs.
     """
     started = time.monotonic()
+    fatal_patterns = [p for p in patterns or [] if p.fatal]
     while True:
         elapsed = time.monotonic() - started
         code = proc.poll()
@@ -91,6 +93,10 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
                               details=[f"log: {log_path}" + (f" line {hit.line_no} ({hit.why})" if hit else "")])
         if probe_ready(url, paths=ready_paths):
             return elapsed
+        fatal = scan_lines(read_tail(log_path, since=since), fatal_patterns, common=False) if fatal_patterns else None
+        if fatal:
+            raise LaunchError(fatal.code, f"the engine failed after {elapsed:.0f} s: {fatal.line}",
+                              details=[f"log: {log_path} line {fatal.line_no} ({fatal.why})"])
         if elapsed > timeout:
             hit = scan_lines(read_tail(log_path, since=since), patterns)
             details = [f"log: {log_path}"] + ([f"the log shows {hit.code} at line {hit.line_no}: {hit.line}"] if hit else [])

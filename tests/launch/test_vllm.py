@@ -76,3 +76,23 @@ def test_a_python_that_does_not_run_is_not_installed_vllm(tmp_path, python):
     engine = next(s for s in made["steps"] if s["kind"] == "engine")
     assert engine["details"][0].startswith("not installed for ")
     assert made["command"]["argv"][:2] == ["vllm", "serve"]
+
+
+LOGS = Path(__file__).parent.parent / "fixtures" / "vllm-logs"
+
+
+@pytest.mark.parametrize(("log", "code", "shown"), [
+    ("badpath.log", "E_MODEL_PATH", "'/work/cache/vllm/model/does-not-exist'"),
+    ("badarch.log", "E_MODEL_ARCH", "['FooBarForCausalLM']"),
+    ("porttaken.log", "E_PORT", "[Errno 98] Address already in use"),
+    ("nomem.log", "E_HOST_MEMORY", "(12.2/23.54 GiB) on kv cache allocation is less than requested memory for kv (64.0 GiB)"),
+])
+def test_real_vllm_failure_logs_map_to_their_codes(log, code, shown):
+    """Each log is vLLM 0.32's own output of that failure, provoked on this machine (docs/vllm.md)."""
+    from rigbook.codes import CODES
+    from rigbook.launch.engines.vllm import VllmEngine
+    from rigbook.launch.logscan import explain_exit
+
+    hit = explain_exit((LOGS / log).read_text().splitlines(), VllmEngine.log_patterns)
+    assert hit is not None and hit.code == code and shown in hit.line
+    assert CODES[code].remedy

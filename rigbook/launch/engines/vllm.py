@@ -103,10 +103,19 @@ class VllmEngine(NativeEngine):
     program = "vllm"
     # Readiness: /health answers 200 once the engine core runs; /v1/models then lists the model.
     ready_paths = ("/health", "/v1/models")
-    # Patterns from real vLLM 0.32 (CPU build) logs of each failure, provoked on purpose.
+    # From real vLLM 0.32 (CPU build) logs of each failure, provoked on purpose
+    # (tests/fixtures/vllm-logs/); the port taken is a common pattern (E_PORT).
     log_patterns = [
         LogPattern(code="E_ENGINE_MISSING", pattern=r"vllm: command not found|No module named 'vllm'",
                    why="vLLM is not installed"),
+        LogPattern(code="E_MODEL_PATH", pattern=r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'",
+                   why="the model folder does not exist, so vLLM took the path for a hub repository id", fatal=True),
+        LogPattern(code="E_HOST_MEMORY",
+                   pattern=r"Available memory on node \d+ .* is less than requested memory for kv",
+                   why="VLLM_CPU_KVCACHE_SPACE (or --kv-cache-memory-bytes) asks for more than the free RAM",
+                   fatal=True),
+        LogPattern(code="E_MODEL_ARCH", pattern=r"Model architectures \[.*\] are not supported",
+                   why="this vLLM has no model class for the architecture in config.json", fatal=True),
     ]
 
     def install(self) -> VllmInstall | None:
@@ -155,6 +164,10 @@ class VllmEngine(NativeEngine):
             details = [f"{found.label} at {found.python}",
                        f"started with `python -m {MODULE_ENTRY}`: the `vllm` command fails for this build "
                        f"(it looks up a distribution named vllm; this one is {found.distribution})"]
+        model = self.model_path(recipe, spec, target)
+        if model != spec.model or Path(model).is_absolute():
+            where = "present" if Path(model).is_dir() else f"MISSING (for the CPU recipe: {SETUP_HINT})"
+            details.append(f"model folder {model}: {where}")
         return [step(StepKind.engine, f"engine: {found.label if found else 'vllm'} (native)", details)]
 
     def missing(self, spec) -> str | None:
