@@ -52,6 +52,10 @@ class Code(StrEnum):
     E_ENGINE_MISSING = "E_ENGINE_MISSING"
     E_NOT_RUNNING = "E_NOT_RUNNING"
     E_CONFIRM = "E_CONFIRM"
+    E_MODEL_PATH = "E_MODEL_PATH"
+    E_MODEL_ARCH = "E_MODEL_ARCH"
+    E_KV_CACHE = "E_KV_CACHE"
+    E_HOST_MEMORY = "E_HOST_MEMORY"
     E_CONNECT = "E_CONNECT"
     E_HTTP = "E_HTTP"
     E_MODEL_ID = "E_MODEL_ID"
@@ -160,6 +164,21 @@ _ALL = [
     _c(Code.E_CONFIRM, "error", "InputError", "launch",
        "The launch (or an overwrite) was not confirmed: no yes at the prompt, or a file that differs is in the way.",
        "Answer yes at the prompt, or pass `--yes` in scripts; move the file that is in the way."),
+    _c(Code.E_MODEL_PATH, "error", "LaunchError", "launch", "The engine was given a model folder that does not exist.",
+       "Check `--models-dir` and the recipe's model path (an engine takes a missing folder for a hub "
+       "repository id). For the vLLM CPU recipe, `make setup-vllm` derives the folder into VLLM_MODELS_DIR "
+       "(default RIGBOOK_HOME/models)."),
+    _c(Code.E_MODEL_ARCH, "error", "LaunchError", "launch", "The engine does not support the model's architecture.",
+       "Check `architectures` in the model folder's config.json; use an engine version that supports it, "
+       "or a model it supports."),
+    _c(Code.E_KV_CACHE, "error", "LaunchError", "launch",
+       "The engine's KV cache cannot hold one request of the context length asked for.",
+       "Give the KV cache more memory (VLLM_CPU_KVCACHE_SPACE in GiB on a CPU, --gpu-memory-utilization on a "
+       "GPU) or lower --max-model-len to what the log says fits."),
+    _c(Code.E_HOST_MEMORY, "error", "LaunchError", "launch",
+       "Not enough free host memory (RAM) for what the engine was asked to reserve.",
+       "Lower the memory the recipe reserves (VLLM_CPU_KVCACHE_SPACE, in GiB, for vLLM on a CPU) or stop "
+       "other processes; `free -g` shows what is available."),
     # endpoint: smoke test and bench client
     _c(Code.E_CONNECT, "error", "EndpointError", "endpoint", "The endpoint refused the connection or timed out.",
        "Check that the server runs and listens on that host and port (`rigbook status`)."),
