@@ -92,7 +92,8 @@ def test_filters_and_paging(hub):
     assert slugs(tier="builtin") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"}
     assert slugs(model="glm-5-3-flash", device_count=2, tag="fp8-kv") == {
         SEED_SLUG, "glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"}
-    assert slugs(q="smollm2 cpu") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"}
+    assert slugs(q="smollm2 cpu") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+                                      "smollm2-135m-instruct-on-cpu-vllm"}
     assert slugs(tag="100%") == set()
     seen, url = [], "/api/v1/recipes?limit=2"
     while url:
