@@ -85,6 +85,7 @@ LOGS = Path(__file__).parent.parent / "fixtures" / "vllm-logs"
     ("badpath.log", "E_MODEL_PATH", "'/work/cache/vllm/model/does-not-exist'"),
     ("badarch.log", "E_MODEL_ARCH", "['FooBarForCausalLM']"),
     ("porttaken.log", "E_PORT", "[Errno 98] Address already in use"),
+    ("kvsmall.log", "E_KV_CACHE", "the estimated maximum model length is 1920"),
     ("nomem.log", "E_HOST_MEMORY", "(12.2/23.54 GiB) on kv cache allocation is less than requested memory for kv (64.0 GiB)"),
 ])
 def test_real_vllm_failure_logs_map_to_their_codes(log, code, shown):

@@ -110,6 +110,11 @@ class VllmEngine(NativeEngine):
                    why="vLLM is not installed"),
         LogPattern(code="E_MODEL_PATH", pattern=r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'",
                    why="the model folder does not exist, so vLLM took the path for a hub repository id", fatal=True),
+        LogPattern(code="E_KV_CACHE",
+                   pattern=r"To serve at least one request with the model's max seq len .* larger than the "
+                           r"available KV cache memory",
+                   why="the KV cache cannot hold one request of --max-model-len tokens (the line says what fits)",
+                   fatal=True),
         LogPattern(code="E_HOST_MEMORY",
                    pattern=r"Available memory on node \d+ .* is less than requested memory for kv",
                    why="VLLM_CPU_KVCACHE_SPACE (or --kv-cache-memory-bytes) asks for more than the free RAM",
