@@ -62,7 +62,9 @@ def derive(dest: Path) -> None:
 
     source = gguf_path()
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-    model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(
+        source.parent, gguf_file=source.name, dtype=torch.bfloat16
+    )
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -77,8 +79,10 @@ def derive(dest: Path) -> None:
         sys.exit(f"{dest}/config.json still names {config.get('architectures')} or a quantizer")
     weights = sha256(dest / "model.safetensors")
     if weights != WEIGHTS_SHA256:
-        sys.exit(f"{dest}/model.safetensors: sha256 {weights}, expected {WEIGHTS_SHA256} "
-                 "(another transformers or gguf version dequantizes differently)")
+        sys.exit(
+            f"{dest}/model.safetensors: sha256 {weights}, expected {WEIGHTS_SHA256} "
+            "(another transformers or gguf version dequantizes differently)"
+        )
     files = sorted(p for p in dest.iterdir() if p.is_file() and p.name != "SHA256SUMS")
     (dest / "SHA256SUMS").write_text("".join(f"{sha256(p)}  {p.name}\n" for p in files))
 

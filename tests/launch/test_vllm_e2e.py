@@ -1,9 +1,9 @@
-"""The vLLM CPU recipe for real: up, LIVE, smoke, bench at 1 and 4, report, compare with the llama.cpp run,
-down with nothing left; and real vLLM failures ending in their codes.
+"""The vLLM CPU recipe for real: up, LIVE, smoke, bench at 1 and 4, report, compare with the
+llama.cpp run, down with nothing left; Ctrl-C during the start; a real vLLM failure's code.
 
-Needs the CPU build from `make setup-vllm`: `make test` passes RIGBOOK_VLLM_PYTHON (its venv's Python)
-and RIGBOOK_VLLM_MODELS_DIR (where it derived the model folder). vLLM starts in about 45 s on a quiet
-two-core machine and in several minutes on a loaded one, hence the long timeouts.
+Needs the CPU build from `make setup-vllm`: `make test` passes RIGBOOK_VLLM_PYTHON (its venv's
+Python) and RIGBOOK_VLLM_MODELS_DIR (where it derived the model folder). vLLM starts in about 45 s
+on a quiet two-core machine and in several minutes on a loaded one, hence the long timeouts.
 """
 
 import json
@@ -28,12 +28,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(READY_S + 2400)]
 
 @pytest.fixture
 def vllm_env() -> dict[str, str]:
-    """RIGBOOK_VLLM_PYTHON and the models folder `make setup-vllm` wrote; the test is skipped without them."""
+    """RIGBOOK_VLLM_PYTHON and the models folder `make setup-vllm` wrote; skipped without them."""
     python = os.environ.get("RIGBOOK_VLLM_PYTHON")
     models = os.environ.get("RIGBOOK_VLLM_MODELS_DIR")
     if not python or not models:
-        pytest.skip("vLLM is not set up: `make setup-vllm`, or run `make test`, which passes RIGBOOK_VLLM_PYTHON "
-                    "and RIGBOOK_VLLM_MODELS_DIR")
+        pytest.skip(
+            "vLLM is not set up: `make setup-vllm`, or run `make test`, which passes "
+            "RIGBOOK_VLLM_PYTHON and RIGBOOK_VLLM_MODELS_DIR"
+        )
     return {"RIGBOOK_VLLM_PYTHON": python, "RIGBOOK_VLLM_MODELS_DIR": models}
 
 
@@ -63,8 +65,21 @@ def titles(procs: list[psutil.Process]) -> set[str]:
 def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
     port = free_port()
     models = vllm_env["RIGBOOK_VLLM_MODELS_DIR"]
-    done = rigbook("up", RECIPE, "--yes", "--port", str(port), "--models-dir", models, "--name", "vllm-e2e",
-                   "--timeout", str(READY_S), env=vllm_env, timeout=READY_S + 120)
+    done = rigbook(
+        "up",
+        RECIPE,
+        "--yes",
+        "--port",
+        str(port),
+        "--models-dir",
+        models,
+        "--name",
+        "vllm-e2e",
+        "--timeout",
+        str(READY_S),
+        env=vllm_env,
+        timeout=READY_S + 120,
+    )
     assert done.returncode == 0, done.stderr + done.stdout
     assert f"LIVE on port {port}" in done.stdout and "model smollm2-135m-instruct" in done.stdout
     assert "engine 0.32.0" in done.stdout  # from /version
@@ -81,12 +96,29 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
 
         out = tmp_path / "vllm.json"
         # A long stall limit: on a loaded two-core box four prompts' first tokens can take a minute.
-        bench = rigbook("bench", f"http://127.0.0.1:{port}", "--profile", "quick", "--concurrency", "1,4",
-                        "--requests", "4", "--stall-timeout", "600", "--recipe", RECIPE, "--out", str(out),
-                        timeout=1800)
+        bench = rigbook(
+            "bench",
+            f"http://127.0.0.1:{port}",
+            "--profile",
+            "quick",
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "4",
+            "--stall-timeout",
+            "600",
+            "--recipe",
+            RECIPE,
+            "--out",
+            str(out),
+            timeout=1800,
+        )
         assert bench.returncode == 0, bench.stdout + bench.stderr
         result = json.loads(out.read_text())
-        assert (result["conditions"]["engine"], result["conditions"]["engine_version"]) == ("vllm", "0.32.0")
+        assert (result["conditions"]["engine"], result["conditions"]["engine_version"]) == (
+            "vllm",
+            "0.32.0",
+        )
         one, four = result["cells"]
         for cell in (one, four):
             assert cell["valid"], cell["invalid_reasons"]
@@ -109,18 +141,39 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
         stopped = rigbook("down", "vllm-e2e", "--json")
     assert stopped.returncode == 0, stopped.stderr
     assert json.loads(stopped.stdout)[0]["gone"] is True
-    assert group(pgid) == [] and not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-                                         for p in engine if psutil.pid_exists(p.pid))
+    assert group(pgid) == [] and not any(
+        p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        for p in engine
+        if psutil.pid_exists(p.pid)
+    )
     assert json.loads(rigbook("status", "--json").stdout) == []
 
 
 def test_ctrl_c_while_vllm_starts_stops_engine_core_and_worker(tmp_path: Path, vllm_env):
     port = free_port()
-    up = subprocess.Popen([sys.executable, "-m", "rigbook", "up", RECIPE, "--yes", "--port", str(port),
-                           "--models-dir", vllm_env["RIGBOOK_VLLM_MODELS_DIR"], "--name", "vllm-ctrl-c",
-                           "--timeout", str(READY_S)],
-                          env={**os.environ, **vllm_env}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True)
+    up = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "up",
+            RECIPE,
+            "--yes",
+            "--port",
+            str(port),
+            "--models-dir",
+            vllm_env["RIGBOOK_VLLM_MODELS_DIR"],
+            "--name",
+            "vllm-ctrl-c",
+            "--timeout",
+            str(READY_S),
+        ],
+        env={**os.environ, **vllm_env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + READY_S
         engine: list[psutil.Process] = []
@@ -145,8 +198,20 @@ def test_ctrl_c_while_vllm_starts_stops_engine_core_and_worker(tmp_path: Path, v
 def test_a_missing_model_folder_is_e_model_path_from_vllm_own_log(tmp_path: Path, vllm_env):
     empty = tmp_path / "no-models-here"
     empty.mkdir()
-    done = rigbook("up", RECIPE, "--yes", "--json", "--port", str(free_port()), "--models-dir", str(empty),
-                   "--timeout", str(READY_S), env=vllm_env, timeout=READY_S + 120)
+    done = rigbook(
+        "up",
+        RECIPE,
+        "--yes",
+        "--json",
+        "--port",
+        str(free_port()),
+        "--models-dir",
+        str(empty),
+        "--timeout",
+        str(READY_S),
+        env=vllm_env,
+        timeout=READY_S + 120,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_MODEL_PATH", error

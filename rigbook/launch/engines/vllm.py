@@ -1,4 +1,4 @@
-"""Native vLLM: `vllm serve MODEL ARGS…`, or its module entry point where the `vllm` command cannot run.
+"""Native vLLM: `vllm serve MODEL ARGS…`, or its module entry point where `vllm` cannot run.
 
 vLLM usually lives in a Python environment of its own (its pins clash with
 rigbook's), so the adapter first finds that Python: ``RIGBOOK_VLLM_PYTHON``,
@@ -74,7 +74,7 @@ def _python_of_program(program: str) -> str | None:
 
 
 def vllm_python() -> str:
-    """The Python to run vLLM with: ``RIGBOOK_VLLM_PYTHON``, a ``vllm`` program's interpreter, else ours."""
+    """The Python for vLLM: ``RIGBOOK_VLLM_PYTHON``, a ``vllm`` program's interpreter, else ours."""
     chosen = os.environ.get(PYTHON_ENV)
     if chosen:
         return str(Path(chosen).expanduser())
@@ -86,16 +86,25 @@ def vllm_python() -> str:
 def probe_install(python: str) -> VllmInstall | None:
     """What ``python`` has of vLLM (None: no vllm package there, or the Python does not run)."""
     try:
-        done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         found = json.loads(done.stdout) if done.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, ValueError):
         found = None
     if not found or not found["module"]:
         return None
     owner = "vllm" if found["vllm_dist"] else next(iter(found["owners"]), None)
-    return VllmInstall(python=python, distribution=owner, version=found["versions"].get(owner) or found["vllm_dist"],
-                       serve_command=found["vllm_dist"] is not None)
+    return VllmInstall(
+        python=python,
+        distribution=owner,
+        version=found["versions"].get(owner) or found["vllm_dist"],
+        serve_command=found["vllm_dist"] is not None,
+    )
 
 
 class VllmEngine(NativeEngine):
@@ -106,21 +115,38 @@ class VllmEngine(NativeEngine):
     # From real vLLM 0.32 (CPU build) logs of each failure, provoked on purpose
     # (tests/fixtures/vllm-logs/); the port taken is a common pattern (E_PORT).
     log_patterns = [
-        LogPattern(code="E_ENGINE_MISSING", pattern=r"vllm: command not found|No module named 'vllm'",
-                   why="vLLM is not installed"),
-        LogPattern(code="E_MODEL_PATH", pattern=r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'",
-                   why="the model folder does not exist, so vLLM took the path for a hub repository id", fatal=True),
-        LogPattern(code="E_KV_CACHE",
-                   pattern=r"To serve at least one request with the model's max seq len .* larger than the "
-                           r"available KV cache memory",
-                   why="the KV cache cannot hold one request of --max-model-len tokens (the line says what fits)",
-                   fatal=True),
-        LogPattern(code="E_HOST_MEMORY",
-                   pattern=r"Available memory on node \d+ .* is less than requested memory for kv",
-                   why="VLLM_CPU_KVCACHE_SPACE (or --kv-cache-memory-bytes) asks for more than the free RAM",
-                   fatal=True),
-        LogPattern(code="E_MODEL_ARCH", pattern=r"Model architectures \[.*\] are not supported",
-                   why="this vLLM has no model class for the architecture in config.json", fatal=True),
+        LogPattern(
+            code="E_ENGINE_MISSING",
+            pattern=r"vllm: command not found|No module named 'vllm'",
+            why="vLLM is not installed",
+        ),
+        LogPattern(
+            code="E_MODEL_PATH",
+            pattern=r"Repo id must be in the form 'repo_name' or 'namespace/repo_name'",
+            why="the model folder does not exist, so vLLM took the path for a hub repository id",
+            fatal=True,
+        ),
+        LogPattern(
+            code="E_KV_CACHE",
+            pattern=r"To serve at least one request with the model's max seq len .* is larger "
+            r"than the available KV cache memory",
+            why="the KV cache cannot hold one request of --max-model-len tokens (the line says "
+            "what fits)",
+            fatal=True,
+        ),
+        LogPattern(
+            code="E_HOST_MEMORY",
+            pattern=r"Available memory on node \d+ .* is less than requested memory for kv",
+            why="VLLM_CPU_KVCACHE_SPACE (or --kv-cache-memory-bytes) asks for more than the "
+            "free RAM",
+            fatal=True,
+        ),
+        LogPattern(
+            code="E_MODEL_ARCH",
+            pattern=r"Model architectures \[.*\] are not supported",
+            why="this vLLM has no model class for the architecture in config.json",
+            fatal=True,
+        ),
     ]
 
     def install(self) -> VllmInstall | None:
@@ -166,14 +192,20 @@ class VllmEngine(NativeEngine):
         elif found.serve_command:
             details = [f"{found.label} at {found.python}", "started with `vllm serve`"]
         else:
-            details = [f"{found.label} at {found.python}",
-                       f"started with `python -m {MODULE_ENTRY}`: the `vllm` command fails for this build "
-                       f"(it looks up a distribution named vllm; this one is {found.distribution})"]
+            details = [
+                f"{found.label} at {found.python}",
+                f"started with `python -m {MODULE_ENTRY}`: the `vllm` command fails for this build "
+                f"(it looks up a distribution named vllm; this one is {found.distribution})",
+            ]
         model = self.model_path(recipe, spec, target)
         if model != spec.model or Path(model).is_absolute():
-            where = "present" if Path(model).is_dir() else f"MISSING (for the CPU recipe: {SETUP_HINT})"
+            where = (
+                "present" if Path(model).is_dir() else f"MISSING (for the CPU recipe: {SETUP_HINT})"
+            )
             details.append(f"model folder {model}: {where}")
-        return [step(StepKind.engine, f"engine: {found.label if found else 'vllm'} (native)", details)]
+        return [
+            step(StepKind.engine, f"engine: {found.label if found else 'vllm'} (native)", details)
+        ]
 
     def missing(self, spec) -> str | None:
         if self.install() is None:
