@@ -349,6 +349,10 @@ LATER_FIELDS = frozenset(
         "worst_stall_cpu_ms",
         "server",
         "rate_definition",
+        "slo",
+        "slo_profile",
+        "users_at_slo",
+        "users_at_slo_lower_bound",
     }
 )
 
