@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from rigbook.errors import InputError
+from pydantic import ValidationError
+
+from rigbook.errors import InputError, RecipeInvalid
 from rigbook.launch.docker_args import parse_options
+from rigbook.ports import port_or_none
 from rigbook.recipe.schema import DockerLaunch, LaunchSpec, Recipe, SglangLaunch, VllmLaunch
 
 
@@ -24,14 +27,22 @@ def _from_docker_run(argv: list[str]) -> DockerLaunch:
     if len(rest) > 1:
         raise InputError("E_RECIPE_INVALID", f"config.launch passes a command after the image ({rest[1]!r}); "
                          "write a rigbook.launch block for it")
-    port = env.get("PORT")
-    return DockerLaunch(image=rest[0], env=env, args=args, container_port=int(port) if port and port.isdigit() else None)
+    return DockerLaunch(image=rest[0], env=env, args=args, container_port=port_or_none(env.get("PORT")))
 
 
 def launch_spec(recipe: Recipe) -> LaunchSpec:
     """The recipe's launch spec; E_RECIPE_INVALID when it has none that rigbook can run."""
     if recipe.ext.launch is not None:
         return recipe.ext.launch
+    try:
+        return _from_record(recipe)
+    except ValidationError as exc:
+        # config.launch is the public record's argv: it is held to the launch block's rules.
+        raise RecipeInvalid("E_RECIPE_INVALID", f"recipe {recipe.slug}: config.launch does not pass the launch rules",
+                            details=[f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]) from None
+
+
+def _from_record(recipe: Recipe) -> LaunchSpec:
     argv = recipe.config.launch
     if argv[:2] == ["docker", "run"]:
         return _from_docker_run(argv)

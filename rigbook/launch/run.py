@@ -17,6 +17,7 @@ from rigbook.launch.logscan import log_size
 from rigbook.launch.plan import LaunchCommand, Plan, StepKind
 from rigbook.launch.safety import refuse_unless_allowed
 from rigbook.endpoint.smoke import SmokeResult, smoke
+from rigbook.launch.screen import target_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.supervisor import start, stop_group, wait_ready
 from rigbook.launch.weights import fetch_weights
@@ -37,6 +38,9 @@ class UpResult(BaseModel):
 
 
 Progress = Callable[[str], None]
+STOP_GRACE_S = 15.0
+# After Ctrl-C the engine gets this long to exit on SIGTERM before SIGKILL.
+INTERRUPT_GRACE_S = 3.0
 
 
 def refuse_blocking(plan: Plan) -> None:
@@ -49,9 +53,8 @@ def refuse_blocking(plan: Plan) -> None:
 
 
 def refuse_unsafe(recipe: Recipe, plan: Plan) -> None:
-    """E_UNSAFE for each dangerous option not allowed by name."""
-    spec = launch_spec(recipe)
-    refuse_unless_allowed(engine_for(spec.kind).dangers(spec, plan.target), set(plan.target.allow))
+    """E_UNSAFE for each dangerous option not allowed by name (the rules run again, on the plan's target)."""
+    refuse_unless_allowed(target_dangers(recipe, plan.target), set(plan.target.allow))
 
 
 def _run_step_command(command: LaunchCommand, progress: Progress) -> None:
@@ -81,7 +84,7 @@ def _own_pid() -> tuple[int, float]:
     return os.getpid(), psutil.Process().create_time()
 
 
-def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress: Progress,
+def run_plan(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress: Progress,
        timeout: float) -> UpResult:
     """Run ``plan`` for real. ``confirm`` sees the plan before anything is changed."""
     spec = launch_spec(recipe)
@@ -130,8 +133,14 @@ def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress:
         ready_s = wait_ready(proc, plan.url, log_path, timeout, patterns=engine.log_patterns, since=since,
                              progress=lambda s, line: progress(f"waiting {s:.0f}s  {line[:100]}"))
         result = smoke(plan.url, plan.model_id)
+    except KeyboardInterrupt:
+        # Said at once, and quick: the person pressing Ctrl-C is waiting for the prompt.
+        progress(f"interrupted: stopping {plan.target.name} (pid {proc.pid}), at most {INTERRUPT_GRACE_S:.0f} s")
+        teardown(plan.target.name, proc.pid, plan.target.slot, plan.stop_commands, child=proc,
+                 grace_s=INTERRUPT_GRACE_S)
+        raise
     except BaseException:
-        # Ctrl-C, a timeout, a failed smoke test: nothing of the launch is left running.
+        # A timeout, a failed smoke test: nothing of the launch is left running.
         teardown(plan.target.name, proc.pid, plan.target.slot, plan.stop_commands, child=proc)
         raise
     return UpResult(run=run, url=plan.url, model_id=result.model, ready_s=round(ready_s, 2), smoke=result,
@@ -139,15 +148,18 @@ def up(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress:
 
 
 def teardown(name: str, pgid: int, slot: list[str], stop_commands: list[LaunchCommand], *,
-             child: subprocess.Popen | None = None) -> bool:
-    """Stop a launch: its stop commands (e.g. `docker stop`), then its process group; release its locks and state."""
+             child: subprocess.Popen | None = None, grace_s: float = STOP_GRACE_S) -> bool:
+    """Stop a launch: its stop commands (e.g. `docker stop`), then its process group; release its locks and state.
+
+    ``grace_s`` bounds each stop command and the wait after SIGTERM before SIGKILL.
+    """
     for command in stop_commands:
         try:
             subprocess.run(command.argv, env={**os.environ, **command.env}, stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=max(grace_s, 1.0) * 4)
         except (OSError, subprocess.TimeoutExpired):
             pass  # the process group is killed below either way
-    gone = stop_group(pgid, child=child)
+    gone = stop_group(pgid, child=child, grace_s=grace_s)
     locks.release(slot, name)
     state.remove(name)
     return gone
