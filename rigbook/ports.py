@@ -10,7 +10,8 @@ MAX_PORT = 65535
 
 
 def port_or_none(text: str | int | None) -> int | None:
-    """A TCP port 1–65535 written in ASCII digits, else None (``"²"``, ``"0"`` and ``"99999"`` are no port)."""
+    """A TCP port 1–65535 written in ASCII digits, else None (``"²"``, ``"0"`` and ``"99999"``
+    are no port)."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text if 1 <= text <= MAX_PORT else None
     if not isinstance(text, str) or not (text.isascii() and text.isdigit()) or len(text) > 5:

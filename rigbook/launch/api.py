@@ -35,18 +35,21 @@ def check(recipe: Recipe, rig: Rig, **choices) -> CheckReport:
     """
     report = check_recipe(recipe, rig, **choices)
     models_dir = choices.get("models_dir") or rigbook_home() / "models"
-    dangers = recipe_dangers(recipe, models_dir=models_dir, gpus=report.gpus or None,
-                             port=choices.get("port"))
+    dangers = recipe_dangers(
+        recipe, models_dir=models_dir, gpus=report.gpus or None, port=choices.get("port")
+    )
     unsafe = [Finding.make("E_UNSAFE", describe(d), remedy=remedy_for(d)) for d in dangers]
     findings = sort_findings(report.findings + unsafe)
-    return report.model_copy(update={"findings": findings,
-                                     "ok": not any(f.blocks for f in findings)})
+    return report.model_copy(
+        update={"findings": findings, "ok": not any(f.blocks for f in findings)}
+    )
 
 
 def load_or_probe_rig(
     rig: Rig | Path | None, *, probe: bool, models_dir: Path | None = None
 ) -> Rig | None:
-    """``rig`` itself, the saved rig at that path, a read-only probe of this machine (``probe``), or None."""
+    """``rig`` itself, the saved rig at that path, a read-only probe of this machine (``probe``),
+    or None."""
     if isinstance(rig, Rig):
         return rig
     if rig is not None:
@@ -71,7 +74,8 @@ def _fitting_recipe(rig: Rig) -> Recipe:
 
 
 def pick_recipe(recipe_ref: str | None, rig: Rig | None, *, unattended: bool) -> Recipe:
-    """The recipe named, else the built-in one for this machine; unattended, only the embedded CPU one."""
+    """The recipe named, else the built-in one for this machine; unattended, only the embedded
+    CPU one."""
     if recipe_ref:
         return resolve_recipe(recipe_ref)
     picked = _fitting_recipe(rig) if rig is not None else resolve_recipe(EMBEDDED_SLUG)
@@ -101,7 +105,8 @@ def make_plan(
     dry_run: bool = True,
     unattended: bool = False,
 ) -> tuple[Recipe, Plan]:
-    """The recipe (named or picked) and its plan on this machine; reads no network, starts nothing."""
+    """The recipe (named or picked) and its plan on this machine; reads no network, starts
+    nothing."""
     found = load_or_probe_rig(rig, probe=probe, models_dir=models_dir)
     recipe = pick_recipe(recipe_ref, found, unattended=unattended)
     plan = build_plan(

@@ -1,4 +1,5 @@
-"""`up`: run a plan's steps — refuse what is unsafe, lock the slot, fetch, start, wait, smoke-test — and leave nothing behind on failure."""
+"""`up`: run a plan's steps — refuse what is unsafe, lock the slot, fetch, start, wait,
+smoke-test — and leave nothing behind on failure."""
 
 from __future__ import annotations
 
@@ -33,8 +34,12 @@ class UpResult(BaseModel):
     model_id: str
     ready_s: float
     smoke: SmokeResult
-    findings: list[Finding] = Field(default_factory=list, description="The plan's findings (warnings included).")
-    command: LaunchCommand | None = Field(default=None, description="The engine process that was started.")
+    findings: list[Finding] = Field(
+        default_factory=list, description="The plan's findings (warnings included)."
+    )
+    command: LaunchCommand | None = Field(
+        default=None, description="The engine process that was started."
+    )
 
 
 Progress = Callable[[str], None]
@@ -48,29 +53,43 @@ def refuse_blocking(plan: Plan) -> None:
     blocking = plan.blocking
     if blocking:
         first = blocking[0]
-        raise RigbookError(first.code, first.message, first.remedy,
-                           details=[f"{f.code}: {f.message}" for f in blocking[1:]])
+        raise RigbookError(
+            first.code,
+            first.message,
+            first.remedy,
+            details=[f"{f.code}: {f.message}" for f in blocking[1:]],
+        )
 
 
 def refuse_unsafe(recipe: Recipe, plan: Plan) -> None:
-    """E_UNSAFE for each dangerous option not allowed by name (the rules run again, on the plan's target)."""
+    """E_UNSAFE for each dangerous option not allowed by name (the rules run again, on the plan's
+    target)."""
     refuse_unless_allowed(target_dangers(recipe, plan.target), set(plan.target.allow))
 
 
 def _run_step_command(command: LaunchCommand, progress: Progress) -> None:
     progress(f"$ {command.shown}")
     try:
-        done = subprocess.run(command.argv, env={**os.environ, **command.env}, cwd=command.cwd,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        done = subprocess.run(
+            command.argv,
+            env={**os.environ, **command.env},
+            cwd=command.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+        )
     except FileNotFoundError:
         raise LaunchError("E_ENGINE_MISSING", f"{command.argv[0]!r} is not installed") from None
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-        raise LaunchError("E_ENGINE_EXIT", f"`{command.shown}` failed with status {done.returncode}", details=tail)
+        raise LaunchError(
+            "E_ENGINE_EXIT", f"`{command.shown}` failed with status {done.returncode}", details=tail
+        )
 
 
 def run_fetch_steps(plan: Plan, progress: Progress) -> None:
-    """Run the engine and weights steps: clone or pull, patch, the script's dry run, the weights downloads."""
+    """Run the engine and weights steps: clone or pull, patch, the script's dry run, the weights
+    downloads."""
     for step in plan.steps:
         if step.kind in (StepKind.engine, StepKind.weights):
             progress(f"[{step.number}] {step.title}")
@@ -84,8 +103,14 @@ def _own_pid() -> tuple[int, float]:
     return os.getpid(), psutil.Process().create_time()
 
 
-def run_plan(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], progress: Progress,
-       timeout: float) -> UpResult:
+def run_plan(
+    recipe: Recipe,
+    plan: Plan,
+    *,
+    confirm: Callable[[Plan], bool],
+    progress: Progress,
+    timeout: float,
+) -> UpResult:
     """Run ``plan`` for real. ``confirm`` sees the plan before anything is changed."""
     spec = launch_spec(recipe)
     engine = engine_for(spec.kind)
@@ -98,8 +123,11 @@ def run_plan(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], pro
         same = state.load(plan.target.name)
         if same is not None and same.alive:
             # One name, one state file: a second launch under it would orphan the first.
-            raise InputError("E_INPUT", f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
-                              remedy=f"Stop it with `rigbook down {plan.target.name}`, or give this one another --name.")
+            raise InputError(
+                "E_INPUT",
+                f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
+                remedy=f"Stop it with `rigbook down {plan.target.name}`, or give this one another --name.",
+            )
         locks.check_free(plan.target.slot)
     if not confirm(plan):
         raise InputError("E_CONFIRM", "not confirmed; nothing was started")
@@ -109,9 +137,17 @@ def run_plan(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], pro
         # Nothing to fetch or start: an external endpoint is ready when it passes the smoke test.
         run_fetch_steps(plan, progress)
         result = smoke(plan.url, plan.model_id, timeout=timeout)
-        return UpResult(run=None, url=plan.url, model_id=result.model, ready_s=0.0, smoke=result, findings=findings)
+        return UpResult(
+            run=None,
+            url=plan.url,
+            model_id=result.model,
+            ready_s=0.0,
+            smoke=result,
+            findings=findings,
+        )
 
-    # Locked in this process's name before anything is fetched, so a second `up` on these GPUs stops here.
+    # Locked in this process's name before anything is fetched, so a second `up` on these GPUs stops
+    # here.
     locks.acquire(plan.target.slot, plan.target.name, *_own_pid())
     log_path = state_dir("logs") / f"{plan.target.name}.log"
     try:
@@ -124,39 +160,85 @@ def run_plan(recipe: Recipe, plan: Plan, *, confirm: Callable[[Plan], bool], pro
     try:
         create_time = psutil.Process(proc.pid).create_time()
         locks.hand_over(plan.target.slot, plan.target.name, proc.pid, create_time)
-        run = state.RunState(name=plan.target.name, recipe=plan.recipe, kind=plan.kind, pid=proc.pid, pgid=proc.pid,
-                             create_time=create_time, started_at=state.now_iso(), url=plan.url, port=plan.target.port,
-                             model_id=plan.model_id, slot=plan.target.slot, log=str(log_path), argv=plan.command.argv,
-                             stop_commands=plan.stop_commands)
+        run = state.RunState(
+            name=plan.target.name,
+            recipe=plan.recipe,
+            kind=plan.kind,
+            pid=proc.pid,
+            pgid=proc.pid,
+            create_time=create_time,
+            started_at=state.now_iso(),
+            url=plan.url,
+            port=plan.target.port,
+            model_id=plan.model_id,
+            slot=plan.target.slot,
+            log=str(log_path),
+            argv=plan.command.argv,
+            stop_commands=plan.stop_commands,
+        )
         state.save(run)
         progress(f"started pid {proc.pid}; log {log_path}")
-        ready_s = wait_ready(proc, plan.url, log_path, timeout, patterns=engine.log_patterns, since=since,
-                             progress=lambda s, line: progress(f"waiting {s:.0f}s  {line[:100]}"))
+        ready_s = wait_ready(
+            proc,
+            plan.url,
+            log_path,
+            timeout,
+            patterns=engine.log_patterns,
+            since=since,
+            progress=lambda s, line: progress(f"waiting {s:.0f}s  {line[:100]}"),
+        )
         result = smoke(plan.url, plan.model_id)
     except KeyboardInterrupt:
         # Said at once, and quick: the person pressing Ctrl-C is waiting for the prompt.
-        progress(f"interrupted: stopping {plan.target.name} (pid {proc.pid}), at most {INTERRUPT_GRACE_S:.0f} s")
-        teardown(plan.target.name, proc.pid, plan.target.slot, plan.stop_commands, child=proc,
-                 grace_s=INTERRUPT_GRACE_S)
+        progress(
+            f"interrupted: stopping {plan.target.name} (pid {proc.pid}), at most {INTERRUPT_GRACE_S:.0f} s"
+        )
+        teardown(
+            plan.target.name,
+            proc.pid,
+            plan.target.slot,
+            plan.stop_commands,
+            child=proc,
+            grace_s=INTERRUPT_GRACE_S,
+        )
         raise
     except BaseException:
         # A timeout, a failed smoke test: nothing of the launch is left running.
         teardown(plan.target.name, proc.pid, plan.target.slot, plan.stop_commands, child=proc)
         raise
-    return UpResult(run=run, url=plan.url, model_id=result.model, ready_s=round(ready_s, 2), smoke=result,
-                    findings=findings, command=plan.command)
+    return UpResult(
+        run=run,
+        url=plan.url,
+        model_id=result.model,
+        ready_s=round(ready_s, 2),
+        smoke=result,
+        findings=findings,
+        command=plan.command,
+    )
 
 
-def teardown(name: str, pgid: int, slot: list[str], stop_commands: list[LaunchCommand], *,
-             child: subprocess.Popen | None = None, grace_s: float = STOP_GRACE_S) -> bool:
+def teardown(
+    name: str,
+    pgid: int,
+    slot: list[str],
+    stop_commands: list[LaunchCommand],
+    *,
+    child: subprocess.Popen | None = None,
+    grace_s: float = STOP_GRACE_S,
+) -> bool:
     """Stop a launch: its stop commands (e.g. `docker stop`), then its process group; release its locks and state.
 
     ``grace_s`` bounds each stop command and the wait after SIGTERM before SIGKILL.
     """
     for command in stop_commands:
         try:
-            subprocess.run(command.argv, env={**os.environ, **command.env}, stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=max(grace_s, 1.0) * 4)
+            subprocess.run(
+                command.argv,
+                env={**os.environ, **command.env},
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=max(grace_s, 1.0) * 4,
+            )
         except (OSError, subprocess.TimeoutExpired):
             pass  # the process group is killed below either way
     gone = stop_group(pgid, child=child, grace_s=grace_s)

@@ -70,7 +70,8 @@ GPU_SHARED_NODES = (
     "/dev/nvidia-modeset",
     "/dev/nvidia-caps/",
 )
-# The only `--security-opt` values that add confinement; every other one loosens or replaces a profile.
+# The only `--security-opt` values that add confinement; every other one loosens or replaces a
+# profile.
 CONFINING = {"no-new-privileges", "no-new-privileges=true"}
 # Options whose value `container:NAME` joins another container's namespace.
 JOINS = {"--pid", "--ipc", "--network", "--uts", "--userns", "--cgroupns"}
@@ -136,7 +137,8 @@ def _protected(path: str, roots: list[Path] | None = None) -> str | None:
 
 
 def _mount_fields(value: str) -> dict[str, list[str]]:
-    """A ``--mount`` value read as docker reads it: CSV fields (quotes allowed), keys and types in any case."""
+    """A ``--mount`` value read as docker reads it: CSV fields (quotes allowed), keys and types
+    in any case."""
     fields: dict[str, list[str]] = {}
     for row in csv.reader([value]):
         for part in row:
@@ -146,7 +148,8 @@ def _mount_fields(value: str) -> dict[str, list[str]]:
 
 
 def _bind_source(option: str, value: str) -> str | None:
-    """The host path a --volume/--mount value binds, as written; None for a named or anonymous volume, or tmpfs."""
+    """The host path a --volume/--mount value binds, as written; None for a named or anonymous
+    volume, or tmpfs."""
     if option == "--mount":
         fields = _mount_fields(value)
         kind = (fields.get("type") or ["volume"])[-1].lower()
@@ -201,7 +204,8 @@ def _unconfined(value: str) -> bool:
 
 
 def _env_option(shown: str, value: str) -> list[Danger]:
-    """A recipe's ``-e NAME=VALUE`` (the container's knob) or ``-e NAME`` (copies this host's value in)."""
+    """A recipe's ``-e NAME=VALUE`` (the container's knob) or ``-e NAME`` (copies this host's
+    value in)."""
     name, has_value, val = value.partition("=")
     if not ENV_NAME_RE.fullmatch(name):
         return [Danger(None, f"{shown}: {name[:40]!r} is not a variable name")]
@@ -310,7 +314,8 @@ def docker_dangers(
                 )
             )
         elif name in ("--env-file", "--label-file") and value:
-            # The file is read on the host: a recipe naming ~/.aws/credentials hands its secrets to the image.
+            # The file is read on the host: a recipe naming ~/.aws/credentials hands its secrets to
+            # the image.
             found.append(
                 Danger("env-file", f"{shown} reads a host file into the container's environment")
             )
@@ -331,7 +336,8 @@ def docker_dangers(
 
 
 def native_dangers(args: list[str]) -> list[Danger]:
-    """Dangerous options of a native engine's argv (any prefix argparse would read as the option)."""
+    """Dangerous options of a native engine's argv (any prefix argparse would read as the
+    option)."""
     for a in args:
         written = a.split("=", 1)[0].replace("_", "-")
         if len(written) > 4 and "--trust-remote-code".startswith(written):
@@ -342,7 +348,8 @@ def native_dangers(args: list[str]) -> list[Danger]:
 
 
 def check_allow_names(names: list[str]) -> list[str]:
-    """``names`` when each is one `--allow` knows (or env:NAME); else E_INPUT listing the known ones."""
+    """``names`` when each is one `--allow` knows (or env:NAME); else E_INPUT listing the known
+    ones."""
     unknown = [
         n
         for n in names
@@ -360,7 +367,8 @@ def check_allow_names(names: list[str]) -> list[str]:
 
 
 def refused(dangers: list[Danger], allowed: set[str]) -> list[Danger]:
-    """The dangers ``allowed`` does not let through (one that names no allow name is always refused)."""
+    """The dangers ``allowed`` does not let through (one that names no allow name is always
+    refused)."""
     return [d for d in dangers if d.allow is None or d.allow not in allowed]
 
 

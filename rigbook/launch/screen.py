@@ -14,7 +14,8 @@ from rigbook.recipe.schema import Recipe
 
 
 def target_dangers(recipe: Recipe, target: Target) -> list[Danger]:
-    """Every danger in ``recipe``'s launch on ``target``; a path that escapes its root is one too."""
+    """Every danger in ``recipe``'s launch on ``target``; a path that escapes its root is one
+    too."""
     spec = launch_spec(recipe)
     try:
         return engine_for(spec.kind).dangers(recipe, spec, target)

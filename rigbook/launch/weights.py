@@ -129,7 +129,8 @@ def _sha256(path: Path) -> str:
 
 
 def verify(dest: Path, remote: RemoteFile) -> None:
-    """``dest/remote.path`` is inside ``dest`` and is what the hub lists (size, then sha256 or git blob id)."""
+    """``dest/remote.path`` is inside ``dest`` and is what the hub lists (size, then sha256 or
+    git blob id)."""
     path = dest / remote.path
     if not inside(dest, path):
         raise LaunchError("E_UNSAFE", f"{remote.path} resolves outside {dest}")
@@ -162,7 +163,8 @@ def fetch_weights(
     endpoint: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Fetch the files of ``download`` (all, or those it names) into its folder; check each against the hub."""
+    """Fetch the files of ``download`` (all, or those it names) into its folder; check each
+    against the hub."""
     from huggingface_hub import snapshot_download
 
     remote = [] if _offline() else list_files(download.repo, download.revision, endpoint)

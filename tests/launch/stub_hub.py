@@ -1,4 +1,5 @@
-"""A small Hugging Face-style hub on loopback: the endpoints `huggingface_hub.snapshot_download` uses.
+"""A small Hugging Face-style hub on loopback: the endpoints `huggingface_hub.snapshot_download`
+uses.
 
 ``/api/models/REPO/revision/REV`` (a ref resolved to its commit), ``/api/models/REPO/tree/REV``
 (the file listing with sizes, git blob ids and LFS sha256), and HEAD/GET
@@ -19,7 +20,8 @@ LFS_SUFFIXES = (".safetensors", ".gguf", ".bin")
 
 
 def git_blob_id(data: bytes) -> str:
-    """The git object id of a file's content (what the hub lists as ``oid`` for a file kept in git)."""
+    """The git object id of a file's content (what the hub lists as ``oid`` for a file kept in
+    git)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 

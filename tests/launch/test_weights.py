@@ -1,4 +1,5 @@
-"""Weights through huggingface_hub against a stub hub on loopback (real HTTP, real files, HF_ENDPOINT)."""
+"""Weights through huggingface_hub against a stub hub on loopback (real HTTP, real files,
+HF_ENDPOINT)."""
 
 import hashlib
 

@@ -1,4 +1,5 @@
-"""A sandbox for unsafe recipes: symlinks that point out of it, a models folder, RIGBOOK_HOME inside it."""
+"""A sandbox for unsafe recipes: symlinks that point out of it, a models folder, RIGBOOK_HOME
+inside it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ CORPUS = Path(__file__).parent / "corpus"
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch) -> Path:
-    """A folder with ``root-link`` → ``/``, ``etc-link`` → ``/etc`` and ``models/cache-link`` → ``/etc``."""
+    """A folder with ``root-link`` → ``/``, ``etc-link`` → ``/etc`` and ``models/cache-link`` →
+    ``/etc``."""
     (tmp_path / "root-link").symlink_to("/")
     (tmp_path / "etc-link").symlink_to("/etc")
     (tmp_path / "models").mkdir()
@@ -23,7 +25,8 @@ def sandbox(tmp_path, monkeypatch) -> Path:
 
 
 def corpus_recipe(name: str, sandbox: Path) -> tuple[Path, dict]:
-    """The corpus recipe ``name`` written into ``sandbox`` with its placeholders filled; and what it expects."""
+    """The corpus recipe ``name`` written into ``sandbox`` with its placeholders filled; and what
+    it expects."""
     text = (CORPUS / name).read_text()
     text = text.replace("@SANDBOX@", str(sandbox)).replace("@MODELS@", str(sandbox / "models"))
     path = sandbox / name

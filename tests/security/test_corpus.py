@@ -1,4 +1,5 @@
-"""Every recipe of the unsafe corpus ends in a named refusal: E_UNSAFE or E_RECIPE_INVALID, never E_INTERNAL.
+"""Every recipe of the unsafe corpus ends in a named refusal: E_UNSAFE or E_RECIPE_INVALID, never
+E_INTERNAL.
 
 Each corpus file is a recipe a stranger could publish, with ``_expect``: the code
 it must end in and a word the refusal must say (the variable, the option, the

@@ -1,4 +1,5 @@
-"""A fuzzer: launch configs built from dangerous tokens, run through `plan` and `up` against fake engines.
+"""A fuzzer: launch configs built from dangerous tokens, run through `plan` and `up` against fake
+engines.
 
 Fake ``docker`` and ``vllm`` executables on PATH, and fake ``sglang`` and
 ``llama_cpp`` packages on PYTHONPATH, only log their argv and environment. Each
@@ -125,8 +126,17 @@ OPTIONS = [
 ]
 
 # Benign tokens too, so a good share of examples gets past the rules and reaches a fake engine.
-BENIGN = ["--max-model-len", "4096", "--tensor-parallel-size", "1", "--dtype=auto", "--ipc=host", "-v",
-          "cache:/cache", "x"]
+BENIGN = [
+    "--max-model-len",
+    "4096",
+    "--tensor-parallel-size",
+    "1",
+    "--dtype=auto",
+    "--ipc=host",
+    "-v",
+    "cache:/cache",
+    "x",
+]
 token = st.one_of(
     st.sampled_from(BENIGN),
     st.sampled_from(BENIGN),

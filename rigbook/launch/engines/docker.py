@@ -1,4 +1,5 @@
-"""A container image configured by env knobs: `docker run … -e TP=2 … IMAGE` (the seed record's form).
+"""A container image configured by env knobs: `docker run … -e TP=2 … IMAGE` (the seed record's
+form).
 
 rigbook runs the container in the foreground (its output is the engine log),
 removes it on exit, names it ``rigbook-NAME`` so `down` can stop it, maps the
@@ -77,7 +78,8 @@ class DockerEngine(Engine):
     def model_id(self, recipe: Recipe, spec: DockerLaunch) -> str | None:
         served = super().model_id(recipe, spec)
         if served or self.mounted_env(recipe, spec):
-            # A knob pointed at the mount changes the name the engine serves; the smoke test takes the one it lists.
+            # A knob pointed at the mount changes the name the engine serves; the smoke test takes
+            # the one it lists.
             return served
         return spec.env.get("MODEL") or spec.env.get("MODEL_ID")
 
@@ -90,14 +92,20 @@ class DockerEngine(Engine):
 
     def mounted(self, recipe: Recipe) -> dict[str, str]:
         """Pinned weights repositories → the container path they are mounted at."""
-        return {repo: f"/models/{repo}" for artifact in recipe.artifacts
-                if (repo := artifact_repo(artifact)) and artifact.pin}
+        return {
+            repo: f"/models/{repo}"
+            for artifact in recipe.artifacts
+            if (repo := artifact_repo(artifact)) and artifact.pin
+        }
 
     def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
         """Fetched weights, mounted read-only at /models/ORG/NAME."""
         pins = {artifact_repo(a): a.pin for a in recipe.artifacts if artifact_repo(a) and a.pin}
-        return [item for repo, inside in self.mounted(recipe).items()
-                for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")]
+        return [
+            item
+            for repo, inside in self.mounted(recipe).items()
+            for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")
+        ]
 
     def mounted_env(self, recipe: Recipe, spec: DockerLaunch) -> dict[str, str]:
         """Env knobs whose value is a fetched repository, pointed at its mount instead."""
@@ -137,7 +145,8 @@ class DockerEngine(Engine):
         return LaunchCommand(argv=[*argv, spec.image], env=extra)
 
     def dangers(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[Danger]:
-        # Checked after mapping (a replaced `--network host` is no longer asked for), with the weights
+        # Checked after mapping (a replaced `--network host` is no longer asked for), with the
+        # weights
         # mounts, which pass the same bind rules as the recipe's own.
         gpus = {str(g.index) for g in target.gpus} | {g.uuid for g in target.gpus if g.uuid}
         args = self.mapped_args(spec, target)[0] + self.weights_mounts(recipe, target)

@@ -1,4 +1,5 @@
-"""A script repository (the guide's form): clone at a commit, apply patches, run its start command with env.
+"""A script repository (the guide's form): clone at a commit, apply patches, run its start
+command with env.
 
 The script itself is the recipe author's code and runs with your rights: the
 plan shows exactly which repository, commit and command, and `up` asks first.
@@ -58,14 +59,16 @@ class ScriptRepoEngine(Engine):
         folder = self.checkout(recipe, target)
         commands = []
         details = [f"repository {spec.git_url}", f"into {folder}"]
-        # The clone's own .git, named outright: git never falls back to a repository the folder sits in.
+        # The clone's own .git, named outright: git never falls back to a repository the folder sits
+        # in.
         git = ["git", "-C", str(folder), "--git-dir=.git", "--work-tree=."]
         if folder.exists():
             details.append(
                 "already cloned: changes in the clone are discarded (`git reset --hard`, `git clean -fd`) "
                 "before the checkout and the patches"
             )
-            # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what patches added.
+            # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what
+            # patches added.
             commands += [
                 LaunchCommand(argv=[*git, "reset", "--hard", "--quiet"]),
                 LaunchCommand(argv=[*git, "clean", "-fd", "--quiet"]),

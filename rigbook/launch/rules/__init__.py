@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 
 class Danger(NamedTuple):
-    """One refused construct: the ``--allow`` name that lets it through (None: nothing does) and why."""
+    """One refused construct: the ``--allow`` name that lets it through (None: nothing does) and
+    why."""
 
     allow: str | None
     what: str

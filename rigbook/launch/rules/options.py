@@ -67,7 +67,8 @@ def _normal(item: str) -> str:
 
 
 def owned_option(kind: str, item: str) -> str | None:
-    """The owned option that ``item`` sets (exactly, as ``--opt=value``, or as a prefix), else None."""
+    """The owned option that ``item`` sets (exactly, as ``--opt=value``, or as a prefix), else
+    None."""
     if not item.startswith("--") or item == "--":
         return None
     written = _normal(item)
@@ -78,7 +79,8 @@ def owned_option(kind: str, item: str) -> str | None:
 
 
 def option_dangers(kind: str, args: list[str]) -> list[Danger]:
-    """An owned option set by the recipe in any form but the exact ``--host``/``--port`` rigbook replaces."""
+    """An owned option set by the recipe in any form but the exact ``--host``/``--port`` rigbook
+    replaces."""
     found = []
     for item in args:
         owned = owned_option(kind, item)

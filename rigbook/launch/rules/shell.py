@@ -71,7 +71,8 @@ def _inline_flag(args: list[str], letters: set[str], *, shell: bool) -> str | No
 
 
 def shell_dangers(start: list[str]) -> list[Danger]:
-    """An inline program in a script repository's start argv (looking through env/nice/timeout …)."""
+    """An inline program in a script repository's start argv (looking through env/nice/timeout
+    …)."""
     argv = list(start)
     while argv and _program(argv[0]) in WRAPPERS:
         argv = argv[1:]
