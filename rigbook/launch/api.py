@@ -28,7 +28,8 @@ from rigbook.rig.model import Rig
 
 
 def check(recipe: Recipe, rig: Rig, **choices) -> CheckReport:
-    """:func:`rigbook.preflight.check.check_recipe` plus the launch safety rules, as `plan` runs them.
+    """:func:`rigbook.preflight.check.check_recipe` plus the launch safety rules, as `plan` runs
+    them.
 
     Each construct `up` would refuse is an E_UNSAFE finding (nothing is allowed here; `up --allow`
     can). ``choices`` are check_recipe's (gpus, port, models_dir, p2p_test).
@@ -84,7 +85,8 @@ def pick_recipe(recipe_ref: str | None, rig: Rig | None, *, unattended: bool) ->
             "E_INPUT",
             f"no recipe named, and the built-in pick for this machine is {picked.slug}; "
             f"with --yes rigbook picks nothing but the embedded CPU recipe {EMBEDDED_SLUG}",
-            remedy=f"Read `rigbook plan {picked.slug}`, then name it: `rigbook up {picked.slug} --yes` "
+            remedy=f"Read `rigbook plan {picked.slug}`, then name it: "
+            f"`rigbook up {picked.slug} --yes` "
             f"(or `rigbook up {EMBEDDED_SLUG} --yes` for the CPU recipe).",
         )
     return picked
@@ -135,10 +137,12 @@ def up(
     timeout: float = DEFAULT_READY_TIMEOUT,
     **choices,
 ) -> UpResult:
-    """Launch a recipe for real: pick it, plan it, refuse what is unsafe, fetch, start, wait, smoke-test.
+    """Launch a recipe for real: pick it, plan it, refuse what is unsafe, fetch, start, wait and
+    smoke-test.
 
-    ``confirm`` sees the plan before anything changes; ``choices`` are :func:`make_plan`'s (gpus, port,
-    models_dir, drafter, name, allow). Signal handling is the caller's: a KeyboardInterrupt stops the launch.
+    ``confirm`` sees the plan before anything changes; ``choices`` are :func:`make_plan`'s (gpus,
+    port, models_dir, drafter, name, allow). Signal handling is the caller's: a KeyboardInterrupt
+    stops the launch.
     """
     recipe, plan = make_plan(
         recipe_ref,

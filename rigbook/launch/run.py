@@ -125,8 +125,10 @@ def run_plan(
             # One name, one state file: a second launch under it would orphan the first.
             raise InputError(
                 "E_INPUT",
-                f"a launch named {plan.target.name!r} already runs (pid {same.pid}, port {same.port})",
-                remedy=f"Stop it with `rigbook down {plan.target.name}`, or give this one another --name.",
+                f"a launch named {plan.target.name!r} already runs "
+                f"(pid {same.pid}, port {same.port})",
+                remedy=f"Stop it with `rigbook down {plan.target.name}`, "
+                "or give this one another --name.",
             )
         locks.check_free(plan.target.slot)
     if not confirm(plan):
@@ -191,7 +193,8 @@ def run_plan(
     except KeyboardInterrupt:
         # Said at once, and quick: the person pressing Ctrl-C is waiting for the prompt.
         progress(
-            f"interrupted: stopping {plan.target.name} (pid {proc.pid}), at most {INTERRUPT_GRACE_S:.0f} s"
+            f"interrupted: stopping {plan.target.name} (pid {proc.pid}), "
+            f"at most {INTERRUPT_GRACE_S:.0f} s"
         )
         teardown(
             plan.target.name,
@@ -226,7 +229,8 @@ def teardown(
     child: subprocess.Popen | None = None,
     grace_s: float = STOP_GRACE_S,
 ) -> bool:
-    """Stop a launch: its stop commands (e.g. `docker stop`), then its process group; release its locks and state.
+    """Stop a launch: its stop commands (e.g. `docker stop`), then its process group; release its
+    locks and state.
 
     ``grace_s`` bounds each stop command and the wait after SIGTERM before SIGKILL.
     """

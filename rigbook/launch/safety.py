@@ -168,7 +168,8 @@ def _bind_source(option: str, value: str) -> str | None:
 
 
 def _resolve(source: str, cwd: str) -> str:
-    """``source`` as docker binds it: ``~`` expanded, relative to ``cwd``, ``//etc`` as ``/etc``, symlinks resolved.
+    """``source`` as docker binds it: ``~`` expanded, relative to ``cwd``, ``//etc`` as ``/etc``,
+    symlinks resolved.
 
     Docker follows a symlinked source, so a link to ``/`` mounts ``/``.
     """
@@ -177,9 +178,11 @@ def _resolve(source: str, cwd: str) -> str:
 
 
 def _gpu_device(value: str, gpus: set[str] | None) -> bool:
-    """A node every GPU process needs, or the node/CDI name of a GPU this launch uses (``gpus``: indices, UUIDs).
+    """A node every GPU process needs, or the node/CDI name of a GPU this launch uses (``gpus``:
+    indices, UUIDs).
 
-    A path is normalised and resolved first (``/dev/nvidia-caps/../sda`` is no GPU); ``gpus`` None: any GPU.
+    A path is normalised and resolved first (``/dev/nvidia-caps/../sda`` is no GPU); ``gpus``
+    None: any GPU.
     """
     host = value.split(":", 1)[0]
     if host.startswith("nvidia.com/gpu="):
@@ -230,8 +233,9 @@ def docker_dangers(
 ) -> list[Danger]:
     """The dangerous options in ``docker run`` options ``args``.
 
-    ``cwd`` is the folder docker runs in (default: this process's), against which relative bind sources resolve;
-    ``gpus`` the GPUs (indices and UUIDs) this launch may pass in (None: any); ``roots`` folders that are
+    ``cwd`` is the folder docker runs in (default: this process's), against which relative bind
+    sources resolve; ``gpus`` the GPUs (indices and UUIDs) this launch may pass in (None: any);
+    ``roots`` folders that are
     rigbook's own to mount (the models folder).
     """
     needs = DOCKER_KIND_NEEDS if needs is None else needs
@@ -285,7 +289,8 @@ def docker_dangers(
                 found.append(
                     Danger(
                         allow,
-                        f"{shown} shares the host's {name.lstrip('-')} namespace with the container",
+                        f"{shown} shares the host's {name.lstrip('-')} namespace with the "
+                        "container",
                     )
                 )
         elif name == "--cap-add" and value:

@@ -67,5 +67,6 @@ def _from_record(recipe: Recipe) -> LaunchSpec:
     raise InputError(
         "E_RECIPE_INVALID",
         f"recipe {recipe.slug} has no launch rigbook can run: config.launch is {shown}",
-        remedy="Add a `rigbook.launch` block (docs/launch.md lists the kinds), or pick a recipe that has one.",
+        remedy="Add a `rigbook.launch` block (docs/launch.md lists the kinds), or pick a recipe "
+        "that has one.",
     )

@@ -164,11 +164,13 @@ class DockerEngine(Engine):
         _, dropped = self.mapped_args(spec, target)
         notes = [f"replaced author-side option: {d}" for d in dropped]
         notes += [
-            f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, mounted read-only"
+            f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, "
+            "mounted read-only"
             for key, inside in self.mounted_env(recipe, spec).items()
         ]
         if not self.network_host(target):
             notes.append(
-                f"host port {target.port} published on {target.host} → container port {self.container_port(spec)}"
+                f"host port {target.port} published on {target.host} → container port "
+                f"{self.container_port(spec)}"
             )
         return notes

@@ -64,7 +64,8 @@ class ScriptRepoEngine(Engine):
         git = ["git", "-C", str(folder), "--git-dir=.git", "--work-tree=."]
         if folder.exists():
             details.append(
-                "already cloned: changes in the clone are discarded (`git reset --hard`, `git clean -fd`) "
+                "already cloned: changes in the clone are discarded "
+                "(`git reset --hard`, `git clean -fd`) "
                 "before the checkout and the patches"
             )
             # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what
@@ -116,8 +117,9 @@ class ScriptRepoEngine(Engine):
             else "at whatever its branch head is when cloned"
         )
         notes = [
-            f"TRUST: running a script repository runs its own files ({spec.git_url} {pinned}) with your "
-            f"rights (uid {os.getuid()}): they can read and change your files and use your network. "
+            f"TRUST: running a script repository runs its own files ({spec.git_url} {pinned}) "
+            f"with your rights (uid {os.getuid()}): they can read and change your files and use "
+            "your network. "
             "Read them at that commit before you start it.",
             f"the script chooses its own port ({target.port}) and model id",
         ]
@@ -125,7 +127,8 @@ class ScriptRepoEngine(Engine):
             notes.append(
                 f"drafter: {spec.drafter_env}={target.drafter}"
                 if target.drafter
-                else f"drafter: the script's default (choose with --drafter, sets {spec.drafter_env})"
+                else f"drafter: the script's default (choose with --drafter, sets "
+                f"{spec.drafter_env})"
             )
         return notes
 

@@ -170,7 +170,8 @@ def env_dangers(
                 if name in RIGBOOK_SETS
                 else "carries a token or redirects downloads"
                 if name in NEEDS_ALLOW
-                else "is not a documented engine variable; it can change what a program loads or runs"
+                else "is not a documented engine variable; it can change what a program loads "
+                "or runs"
             )
             found.append(Danger(f"env:{name}", f"env {name} {what}"))
         elif not container and PATH_LIKE.search(upper) and value and not _inside(value, roots):

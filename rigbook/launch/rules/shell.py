@@ -90,7 +90,8 @@ def shell_dangers(start: list[str]) -> list[Danger]:
             return [
                 Danger(
                     "shell",
-                    f"start `{shown}` runs a shell program written in the recipe ({flag or 'stdin'}), "
+                    f"start `{shown}` runs a shell program written in the recipe "
+                    f"({flag or 'stdin'}), "
                     "not a file of the repository",
                 )
             ]
