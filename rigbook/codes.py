@@ -26,6 +26,7 @@ class Code(StrEnum):
     E_RECIPE_INVALID = "E_RECIPE_INVALID"
     E_RECIPE_NOT_FOUND = "E_RECIPE_NOT_FOUND"
     E_FETCH = "E_FETCH"
+    E_HF_AUTH = "E_HF_AUTH"
     E_INPUT = "E_INPUT"
     E_GPU_COUNT = "E_GPU_COUNT"
     E_GPU_MODEL = "E_GPU_MODEL"
@@ -109,6 +110,10 @@ _ALL = [
        "Run `rigbook recipes list` for the catalog, or give a path to a .json file or an http(s) URL."),
     _c(Code.E_FETCH, "error", "FetchError", "recipe", "A file or URL could not be read.",
        "Check the path or URL, the network and the permissions, then retry."),
+    _c(Code.E_HF_AUTH, "error", "LaunchError", "launch", "The Hugging Face hub refused the download: the "
+       "model is gated or private and no token (or a token without access) was sent.",
+       "Accept the model's terms on its Hugging Face page, then log in with `hf auth login` (or set HF_TOKEN) "
+       "and run again."),
     _c(Code.E_INPUT, "error", "InputError", "cli", "An option or argument is not valid.",
        "See `rigbook COMMAND --help` for the accepted values."),
     # rig probe and preflight check

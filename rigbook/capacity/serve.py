@@ -37,7 +37,7 @@ def _running_launch(slug: str):
 def _start(recipe, note: Note):
     """Start ``recipe`` as `rigbook up SLUG --yes`; returns the launch's state."""
     from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
-    from rigbook.launch.up import up
+    from rigbook.launch.run import run_plan
     from rigbook.rig.probe import probe_rig
 
     plan = build_plan(recipe, rig=probe_rig(), dry_run=False)
@@ -47,7 +47,7 @@ def _start(recipe, note: Note):
             note(f"starting {p.recipe} as {p.target.name}: $ {p.command.shown}")
         return True
 
-    return up(recipe, plan, confirm=confirm, progress=note, timeout=DEFAULT_READY_TIMEOUT)
+    return run_plan(recipe, plan, confirm=confirm, progress=note, timeout=DEFAULT_READY_TIMEOUT)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,9 @@ import typer
 from rich.padding import Padding
 
 from rigbook.cli.output import JsonOption, console, emit, handled
-from rigbook.preflight.check import CheckReport, check_recipe
+from rigbook.ports import parse_port
+from rigbook.launch import check as check_recipe
+from rigbook.preflight.check import CheckReport
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.gpu_ids import gpu_indices, parse_gpu_ids
 from rigbook.rig.model import load_rig
@@ -43,7 +45,7 @@ def register(app: typer.Typer) -> None:
         recipe: str = typer.Argument(..., help="A catalog slug, a recipe .json file, or an http(s) URL."),
         rig_file: Path = typer.Option(None, "--rig", help="Check against this saved Rig document instead of this machine."),
         gpus: str = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, e.g. 0,1 (default: the first the recipe needs)."),
-        port: int = typer.Option(None, "--port", min=1, max=65535, help="The port the engine would listen on (default: the recipe's)."),
+        port: str = typer.Option(None, "--port", help="The port the engine would listen on, 1-65535 (default: the recipe's)."),
         models_dir: Path = typer.Option(None, "--models-dir", help="Where models are stored (default RIGBOOK_HOME/models)."),
         p2p_test: bool = typer.Option(False, "--p2p-test", help="Also copy a buffer both ways between the GPUs (needs PyTorch or CuPy)."),
         as_json: bool = JsonOption,
@@ -54,7 +56,8 @@ def register(app: typer.Typer) -> None:
             loaded = resolve_recipe(recipe)
             rig = load_rig(rig_file) if rig_file is not None else probe_rig(models_dir)
             picked = gpu_indices(tokens, rig) if tokens is not None else None
-            report = check_recipe(loaded, rig, gpus=picked, port=port, models_dir=models_dir, p2p_test=p2p_test)
+            report = check_recipe(loaded, rig, gpus=picked, port=parse_port(port), models_dir=models_dir,
+                                  p2p_test=p2p_test)
             emit(report, as_json, lambda: render_report(report, rig_file))
         if not report.ok:
             raise typer.Exit(2)

@@ -18,7 +18,7 @@ DbOption = typer.Option(None, "--db", help="Database URL: sqlite:///PATH or post
 def serve(
     db: str = DbOption,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port to listen on."),
+    port: str = typer.Option("8080", "--port", help="Port to listen on, 1-65535."),
     max_body: int = typer.Option(1024 * 1024, "--max-body", min=1, help="Largest request body accepted, bytes."),
     rate_limit: int = typer.Option(60, "--rate-limit", min=1, help="Writes per minute allowed per token."),
 ) -> None:
@@ -28,7 +28,9 @@ def serve(
 
         from rigbook.hub.app import create_app
         from rigbook.hub.serve import check_port
+        from rigbook.ports import parse_port
 
+        port = parse_port(port)
         check_port(host, port)
         app = create_app(db, max_body=max_body, rate=(rate_limit, 60.0))
         console.print(f"rigbook hub on http://{host}:{port}/  (API: /api/v1/recipes, schema: /openapi.json)", highlight=False)

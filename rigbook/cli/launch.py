@@ -12,43 +12,20 @@ from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 from rigbook.errors import InputError
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
+from rigbook.launch.api import make_plan
+from rigbook.launch.api import up as launch_up
 from rigbook.launch.plan import Plan
-from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
+from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
+from rigbook.launch.run import UpResult
 from rigbook.endpoint import SmokeResult, base_url
 from rigbook.endpoint import smoke as smoke_endpoint
-from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes
-from rigbook.recipe.resolve import resolve_recipe
 
 RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
                          "`up --dry-run` does not probe).")
 GpusOption = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, comma-separated (e.g. 0,1).")
-PortOption = typer.Option(None, "--port", help="Host port to serve on (default: the recipe's).")
+PortOption = typer.Option(None, "--port", help="Host port to serve on, 1-65535 (default: the recipe's).")
 ModelsDirOption = typer.Option(None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models).")
 DrafterOption = typer.Option(None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp).")
-
-
-def _rig(rig_file: Path | None, models_dir: Path | None, probe: bool):
-    if rig_file is not None:
-        from rigbook.rig.model import load_rig
-
-        return load_rig(rig_file)
-    if not probe:
-        return None
-    from rigbook.rig.probe import probe_rig
-
-    return probe_rig(models_dir=models_dir)
-
-
-def _fitting_recipe(rig) -> Recipe:
-    """The built-in recipe this machine runs: the first GPU recipe whose check passes, else the embedded CPU one."""
-    from rigbook.preflight.check import check_recipe
-
-    if rig is not None and getattr(rig, "gpus", None):
-        for recipe in list_recipes():
-            if 0 < recipe.gpu_count <= len(rig.gpus) and recipe.ext.launch is not None:
-                if check_recipe(recipe, rig).ok:
-                    return recipe
-    return resolve_recipe(EMBEDDED_SLUG)
 
 
 def render_plan(plan: Plan) -> None:
@@ -90,37 +67,15 @@ def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
         raise typer.Exit(2)
 
 
-def _choose_recipe(recipe_ref: str | None, rig, *, unattended: bool) -> Recipe:
-    """The recipe named, else the built-in one for this machine; unattended (``--yes``) only the embedded CPU one."""
-    if recipe_ref:
-        return resolve_recipe(recipe_ref)
-    picked = _fitting_recipe(rig) if rig is not None else resolve_recipe(EMBEDDED_SLUG)
-    if unattended and picked.slug != EMBEDDED_SLUG:
-        # A GPU recipe can clone and run a stranger's script: nobody would have seen which one was picked.
-        raise InputError("E_INPUT", f"no recipe named, and the built-in pick for this machine is {picked.slug}; "
-                         f"with --yes rigbook picks nothing but the embedded CPU recipe {EMBEDDED_SLUG}",
-                         remedy=f"Read `rigbook plan {picked.slug}`, then name it: `rigbook up {picked.slug} --yes` "
-                         f"(or `rigbook up {EMBEDDED_SLUG} --yes` for the CPU recipe).")
-    return picked
-
-
-def _plan(recipe_ref: str | None, rig_file, gpus, port, models_dir, drafter, name=None, allow=None,
-          timeout=DEFAULT_READY_TIMEOUT, dry_run=True, probe=False, unattended=False) -> tuple[Recipe, Plan]:
-    rig = _rig(rig_file, models_dir, probe=probe)
-    recipe = _choose_recipe(recipe_ref, rig, unattended=unattended)
-    plan = build_plan(recipe, rig=rig, gpus=gpus, port=port, models_dir=models_dir, drafter=drafter, name=name,
-                      allow=allow, timeout=timeout, dry_run=dry_run)
-    return recipe, plan
-
-
 def plan(
     recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
-    rig: Path = RigOption, gpus: str = GpusOption, port: int = PortOption, models_dir: Path = ModelsDirOption,
+    rig: Path = RigOption, gpus: str = GpusOption, port: str = PortOption, models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption, as_json: bool = JsonOption,
 ) -> None:
     """Print the numbered steps `up` would take on this machine; reads it (as `rigbook rig` does), changes nothing."""
     with handled(as_json):
-        _, made = _plan(recipe, rig, gpus, port, models_dir, drafter, probe=True)
+        _, made = make_plan(recipe, rig=rig, probe=True, gpus=gpus, port=port, models_dir=models_dir,
+                            drafter=drafter)
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
 
@@ -155,7 +110,7 @@ class _Progress:
 
 def up(
     recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
-    rig: Path = RigOption, gpus: str = GpusOption, port: int = PortOption, models_dir: Path = ModelsDirOption,
+    rig: Path = RigOption, gpus: str = GpusOption, port: str = PortOption, models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption,
     name: str = typer.Option(None, "--name", help="Name of this launch (default: the recipe slug)."),
     timeout: float = typer.Option(DEFAULT_READY_TIMEOUT, "--timeout", help="Seconds to wait for readiness."),
@@ -165,41 +120,47 @@ def up(
     as_json: bool = JsonOption,
 ) -> None:
     """Launch a recipe: check, fetch, start the engine, wait until ready, smoke-test; prints `LIVE on port N`."""
-    from rigbook.launch.up import up as run_up
-
     dry = dry_run or dry_run_from_env()
+    choices = dict(rig=rig, gpus=gpus, port=port, models_dir=models_dir, drafter=drafter, name=name, allow=allow,
+                   timeout=timeout, unattended=yes and not dry)
     with handled(as_json):
-        loaded, made = _plan(recipe, rig, gpus, port, models_dir, drafter, name, allow, timeout, dry_run=dry,
-                             probe=not dry, unattended=yes and not dry)
         if dry:
+            _, made = make_plan(recipe, probe=False, dry_run=True, **choices)
             emit(made, as_json, lambda: render_plan(made))
             _exit_if_blocked(made, as_json)
             return
-
-        def confirm(p: Plan) -> bool:
-            if yes:
-                if not as_json:  # with --json the result carries the findings and the command
-                    render_findings_and_command(p)
-                return True
-            if not sys.stdin.isatty():
-                raise InputError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
-            render_plan(p)
-            return typer.confirm(f"Start {p.target.name}?", default=False)
-
         with _Progress(quiet=as_json) as progress:
-            result = run_up(loaded, made, confirm=confirm, progress=progress, timeout=timeout)
+            result = launch_up(recipe, confirm=_confirmer(yes, as_json), progress=progress, probe=True, **choices)
+        emit(result, as_json, lambda: render_live(result))
 
-        def render() -> None:
-            port_shown = result.url.rsplit(":", 1)[-1]
-            engine = f"  engine {result.engine_version}" if result.engine_version else ""
-            console.print(f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}{engine}",
-                          highlight=False)
-            console.print(f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
-                          markup=False, highlight=False)
-            if result.run:
-                console.print(f"stop with: rigbook down {result.run.name}", markup=False, highlight=False)
 
-        emit(result, as_json, render)
+def _confirmer(yes: bool, as_json: bool):
+    """`up`'s question before anything changes: none with --yes (the findings and command are shown), else ask."""
+    def confirm(p: Plan) -> bool:
+        if yes:
+            if not as_json:  # with --json the result carries the findings and the command
+                render_findings_and_command(p)
+            return True
+        if not sys.stdin.isatty():
+            raise InputError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
+        render_plan(p)
+        return typer.confirm(f"Start {p.target.name}?", default=False)
+
+    return confirm
+
+
+def render_live(result: UpResult) -> None:
+    """`LIVE on port N`, the smoke reply, and how to stop it."""
+    port_shown = result.url.rsplit(":", 1)[-1]
+    engine = f"  engine {result.engine_version}" if result.engine_version else ""
+    console.print(
+        f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}{engine}",
+        highlight=False,
+    )
+    console.print(f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
+                  markup=False, highlight=False)
+    if result.run:
+        console.print(f"stop with: rigbook down {result.run.name}", markup=False, highlight=False)
 
 
 def down(

@@ -8,7 +8,7 @@ from rigbook.errors import InputError, LaunchError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
 from rigbook.launch.supervisor import group_members, probe_ready
-from rigbook.launch.up import teardown
+from rigbook.launch.run import teardown
 
 
 class RunStatus(BaseModel):

@@ -11,9 +11,18 @@ from rigbook.launch.engines import engine_for
 from rigbook.launch.engines.base import step
 from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
+from rigbook.launch.safety import (
+    check_allow_names,
+    describe,
+    refuse_unless_allowed,
+    refused,
+    remedy_for,
+)
+from rigbook.launch.screen import target_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
+from rigbook.ports import parse_port
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
@@ -66,7 +75,9 @@ def _check_step(recipe: Recipe, rig: Any | None, target: Target, *, local: bool)
 
     report = check_recipe(recipe, rig, gpus=[g.index for g in target.gpus] or None, port=target.port,
                           models_dir=target.models_dir)
-    findings = list(report.findings) if local else [f for f in report.findings if f.code in EXTERNAL_FINDINGS]
+    # The safety rules' findings belong to the start step, where --allow applies to them.
+    found = [f for f in report.findings if f.code != "E_UNSAFE"]
+    findings = found if local else [f for f in found if f.code in EXTERNAL_FINDINGS]
     summary = f"{len(findings)} finding(s); " + ("an error finding blocks the launch" if any(f.blocks for f in findings)
                                                  else "nothing blocks the launch")
     details = [summary] if local else [
@@ -92,7 +103,8 @@ def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
             s = step(StepKind.weights, f"weights: {repo} at {revision[:12]}", [
                 f"from {artifact.pointer} revision {revision}" + ("" if artifact.pin else " (not pinned: a branch head can change)"),
                 f"into {dest}", f"size {size}; free there {_gb(free)}: {fits}",
-                "files stream to NAME.part, resume after an interruption, and are checked against the hub's sha256"])
+                "through huggingface_hub (your HF_TOKEN or `hf auth login` token; resumes after an interruption); "
+                "each file is checked against the hub's sha256 or git blob id"])
             s.downloads = [Download(repo=repo, revision=revision, dest=dest, size_bytes=artifact.size_bytes, files=artifact.files)]
             if too_big:
                 s.findings = [Finding.make("E_DISK", f"{repo} needs {size}; {_gb(free)} free at {target.models_dir}")]
@@ -109,18 +121,26 @@ def _memory_note(spec: Any) -> list[str]:
     env = getattr(spec, "env", {}) or {}
     args = getattr(spec, "args", []) or []
     value = env.get("GPU_MEMORY_UTILIZATION")
-    if "--gpu-memory-utilization" in args:
-        value = args[args.index("--gpu-memory-utilization") + 1]
+    for at, item in enumerate(args):
+        written, has_value, given = item.partition("=")
+        if written == "--gpu-memory-utilization":
+            value = given if has_value else (args[at + 1] if at + 1 < len(args) else None)
     return [f"GPU memory utilisation {value}: that fraction of each card's total memory must be free at start"] if value else []
 
 
 def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = None, port: int | None = None,
                models_dir: Path | None = None, drafter: str | None = None, name: str | None = None,
                allow: list[str] | None = None, timeout: float = DEFAULT_READY_TIMEOUT, dry_run: bool = False) -> Plan:
-    """The plan for ``recipe`` on this machine. Reads no network and starts nothing."""
+    """The plan for ``recipe`` on this machine. Reads no network and starts nothing.
+
+    Every safety rule runs before the engine's command is built: a danger that no ``--allow``
+    lets through is E_UNSAFE here; one that can be allowed is an error finding until it is.
+    """
     spec = launch_spec(recipe)
     engine = engine_for(spec.kind)
     name = check_name(name or recipe.slug[:63], "--name")
+    port = parse_port(port)
+    allow = check_allow_names(list(allow or []))
     serve_port = recipe.ext.serve.port if recipe.ext.serve else None
     if spec.kind == "script_repo" and port and serve_port and port != serve_port:
         raise InputError("E_INPUT", f"--port {port}: this recipe's script always listens on {serve_port}")
@@ -131,7 +151,9 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
     home = rigbook_home()
     target = Target(name=name, gpus=chosen, by_uuid=by_uuid, port=port or serve_port or 8000,
                     models_dir=(models_dir or home / "models").expanduser(), work_dir=home / "repos",
-                    drafter=drafter, allow=sorted(set(allow or [])))
+                    drafter=drafter, allow=sorted(set(allow)))
+    dangers = refused(target_dangers(recipe, target), set(target.allow))
+    refuse_unless_allowed([d for d in dangers if d.allow is None], set())
     command = engine.command(recipe, spec, target)
     url = engine.url(spec, target)
     model_id = engine.model_id(recipe, spec)
@@ -150,8 +172,7 @@ def build_plan(recipe: Recipe, *, rig: Any | None = None, gpus: str | None = Non
             details.append("multicast off unless you set them: " + ", ".join(f"{k}={GPU_ENV_DEFAULTS[k]}" for k in set_gpu_env))
         details.append(f"log: {home / 'logs' / (name + '.log')}")
         started = step(StepKind.start, "start the engine (its own process group)", details, [command])
-        started.findings = [Finding.make("E_UNSAFE", f"{what} (allow with --allow {allow_name})")
-                            for allow_name, what in engine.dangers(spec, target) if allow_name not in target.allow]
+        started.findings = [Finding.make("E_UNSAFE", describe(d), remedy=remedy_for(d)) for d in dangers]
         steps.append(started)
     probes = ", then ".join(f"GET {url}{path}" for path in engine.ready_paths)
     steps.append(step(StepKind.ready, "wait until it is ready", [f"{probes} answers 200, for at most {timeout:.0f} s"]))

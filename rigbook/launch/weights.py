@@ -1,42 +1,41 @@
-"""Fetch model weights at a pinned revision from a Hugging Face-style hub into the models directory.
+"""Fetch model weights at a pinned revision through ``huggingface_hub``.
 
-Each file streams into ``NAME.part`` and is renamed when complete; an interrupted
-download resumes from the ``.part`` with an HTTP Range request. Where the hub
-gives a file's sha256 (LFS files), the finished file is checked against it. A
-file already in place with the right size (and sha256, when known) is kept; one
-that differs is never overwritten without asking.
+``snapshot_download`` does the transfer: your token (``HF_TOKEN`` or ``hf auth
+login``) is sent, ``HF_ENDPOINT`` picks a mirror, ``HF_HUB_OFFLINE=1`` uses only
+what is already here, hf_xet is used where it is installed, files download in
+parallel and an interrupted download resumes. rigbook adds what a launch needs
+around it: the files land in ``MODELS_DIR/ORG/NAME/REVISION`` (the folder the
+plan names and a container mounts), the hub's listing is checked before
+anything is written (no file outside that folder, enough free space), and every
+file is checked after: LFS files against their sha256, the others against their
+git blob id. A gated or private model without a token is E_HF_AUTH, saying how
+to log in.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections.abc import Callable
+from fnmatch import fnmatch
 from pathlib import Path
-from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel
 
-from rigbook.errors import EnvironmentProblem, FetchError, InputError
+from rigbook.errors import EnvironmentProblem, FetchError, InputError, LaunchError
 from rigbook.launch.plan import Download
+from rigbook.paths import inside
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20
 
 
 class RemoteFile(BaseModel):
-    """One file of a repository at a revision."""
+    """One file of a repository at a revision, as the hub lists it."""
 
     path: str
     size: int | None = None
     sha256: str | None = None
-
-
-def hub_endpoint() -> str:
-    """The hub to fetch from: ``HF_ENDPOINT`` (a mirror) or huggingface.co."""
-    return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+    blob_id: str | None = None
 
 
 def free_bytes(path: Path) -> int:
@@ -47,26 +46,78 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
-def file_url(repo: str, revision: str, path: str, endpoint: str | None = None) -> str:
-    """``{hub}/{repo}/resolve/{revision}/{path}``."""
-    return f"{endpoint or hub_endpoint()}/{repo}/resolve/{quote(revision, safe='')}/{quote(path)}"
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return constants.is_offline_mode()
 
 
-def list_files(client: httpx.Client, repo: str, revision: str, endpoint: str | None = None) -> list[RemoteFile]:
-    """The files of ``repo`` at ``revision``, with sizes and LFS sha256 where the hub gives them."""
-    url = f"{endpoint or hub_endpoint()}/api/models/{repo}/revision/{quote(revision, safe='')}"
+def _hub_error(exc: Exception, repo: str, revision: str) -> LaunchError | FetchError:
+    """A huggingface_hub failure as a coded error."""
+    from huggingface_hub import errors
+
+    where = f"{repo}@{revision}"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, errors.GatedRepoError) or status in (401, 403):
+        return LaunchError(
+            "E_HF_AUTH",
+            f"{where}: the hub refused the download (HTTP {status}): the model is "
+            "gated or private and "
+            + ("the token sent has no access" if _token() else "no token was sent"),
+        )
+    if isinstance(exc, errors.RevisionNotFoundError):
+        return FetchError(
+            "E_FETCH", f"{where}: the hub has no such revision", remedy="Check the recipe's pin."
+        )
+    if isinstance(exc, errors.RepositoryNotFoundError):
+        return FetchError(
+            "E_FETCH",
+            f"{where}: the hub has no such repository (or it is private: `hf auth login`)",
+        )
+    if isinstance(exc, (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled)):
+        return FetchError(
+            "E_FETCH",
+            f"{where}: not downloaded yet, and the hub cannot be reached "
+            f"({'HF_HUB_OFFLINE is set' if _offline() else exc})",
+            remedy="Unset HF_HUB_OFFLINE or connect to the network, then run again.",
+        )
+    return FetchError(
+        "E_FETCH",
+        f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; "
+        "run again to resume",
+    )
+
+
+def _token() -> str | None:
+    from huggingface_hub import get_token
+
+    return get_token()
+
+
+def list_files(repo: str, revision: str, endpoint: str | None = None) -> list[RemoteFile]:
+    """The files of ``repo`` at ``revision`` with sizes, LFS sha256 and git blob ids."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
     try:
-        response = client.get(url, params={"blobs": "true"})
-    except httpx.HTTPError as exc:
-        raise FetchError("E_FETCH", f"could not list {repo}@{revision}: {exc}") from None
-    if response.status_code >= 400:
-        raise FetchError("E_FETCH", f"{url} answered HTTP {response.status_code}")
-    files = []
-    for sibling in response.json().get("siblings") or []:
-        lfs = sibling.get("lfs") or {}
-        files.append(RemoteFile(path=sibling["rfilename"], size=lfs.get("size") or sibling.get("size"),
-                                sha256=lfs.get("sha256")))
-    return files
+        tree = HfApi(endpoint=endpoint).list_repo_tree(repo, revision=revision, recursive=True)
+        return [
+            RemoteFile(
+                path=f.path, size=f.size, blob_id=f.blob_id, sha256=f.lfs.sha256 if f.lfs else None
+            )
+            for f in tree
+            if isinstance(f, RepoFile)
+        ]
+    except Exception as exc:  # noqa: BLE001 - every hub failure becomes a coded error
+        raise _hub_error(exc, repo, revision) from None
+
+
+def _git_blob_id(path: Path) -> str:
+    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _sha256(path: Path) -> str:
@@ -77,64 +128,90 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _matches(path: Path, remote: RemoteFile) -> bool:
-    if remote.size is not None and path.stat().st_size != remote.size:
-        return False
-    return remote.sha256 is None or _sha256(path) == remote.sha256
+def verify(dest: Path, remote: RemoteFile) -> None:
+    """``dest/remote.path`` is inside ``dest`` and is what the hub lists (size, then sha256 or
+    git blob id)."""
+    path = dest / remote.path
+    if not inside(dest, path):
+        raise LaunchError("E_UNSAFE", f"{remote.path} resolves outside {dest}")
+    got_size = path.stat().st_size
+    if remote.size is not None and got_size != remote.size:
+        raise FetchError(
+            "E_FETCH",
+            f"{remote.path}: {got_size} bytes, the hub lists {remote.size}; delete it and "
+            "run again",
+        )
+    if remote.sha256 is not None and _sha256(path) != remote.sha256:
+        raise FetchError(
+            "E_FETCH",
+            f"{remote.path}: its sha256 does not match the hub's; delete it and run again",
+        )
+    if (
+        remote.sha256 is None
+        and remote.blob_id is not None
+        and _git_blob_id(path) != remote.blob_id
+    ):
+        raise FetchError(
+            "E_FETCH",
+            f"{remote.path}: its git blob id does not match the hub's; delete it and run again",
+        )
 
 
-def fetch_file(client: httpx.Client, url: str, dest: Path, remote: RemoteFile,
-               progress: Callable[[str, int], None] | None = None) -> Path:
-    """Stream ``url`` into ``dest`` through ``dest.part``, resuming a partial file; check size and sha256."""
-    if dest.exists():
-        if _matches(dest, remote):
-            return dest
-        raise InputError("E_CONFIRM", f"{dest} exists and differs from {remote.path} at the pinned revision; not overwriting it",
-                          remedy="Move or delete the file yourself, then run again.")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    have = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
+def fetch_weights(
+    download: Download,
+    *,
+    endpoint: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Fetch the files of ``download`` (all, or those it names) into its folder; check each
+    against the hub."""
+    from huggingface_hub import snapshot_download
+
+    remote = [] if _offline() else list_files(download.repo, download.revision, endpoint)
+    if download.files:
+        remote = [f for f in remote if any(fnmatch(f.path, pattern) for pattern in download.files)]
+    for f in remote:
+        # The listing is untrusted too: no file may land outside the destination.
+        if f.path.startswith("/") or ".." in Path(f.path).parts or "\\" in f.path:
+            raise FetchError(
+                "E_FETCH", f"{download.repo} lists a file outside its folder: {f.path!r}"
+            )
+    for f in remote:
+        if (download.dest / f.path).exists() and not (
+            download.dest / ".cache" / "huggingface"
+        ).is_dir():
+            # A file rigbook did not fetch: yours, never overwritten without asking.
+            try:
+                verify(download.dest, f)
+            except FetchError:
+                raise InputError(
+                    "E_CONFIRM",
+                    f"{download.dest / f.path} exists and differs from {f.path} at the "
+                    "pinned revision; not overwriting it",
+                    remedy="Move or delete the file yourself, then run again.",
+                ) from None
+    need = sum(f.size or 0 for f in remote if not (download.dest / f.path).exists())
+    free = free_bytes(download.dest)
+    if need > free:
+        raise EnvironmentProblem(
+            "E_DISK",
+            f"{download.repo}@{download.revision} needs {need / 1e9:.2f} GB; "
+            f"{free / 1e9:.2f} GB free at {download.dest}",
+        )
+    if progress:
+        progress(
+            f"fetching {len(remote) or 'the'} file(s) of {download.repo}@{download.revision[:12]}"
+        )
     try:
-        with client.stream("GET", url, headers=headers) as response:
-            if response.status_code == 416 and have:
-                pass  # the .part is already whole
-            elif response.status_code >= 400:
-                raise FetchError("E_FETCH", f"{url} answered HTTP {response.status_code}")
-            else:
-                # 206: the server resumes; 200: it ignored the range, so start over.
-                mode = "ab" if response.status_code == 206 else "wb"
-                with part.open(mode) as handle:
-                    for block in response.iter_bytes(CHUNK):
-                        handle.write(block)
-                        if progress:
-                            progress(remote.path, len(block))
-    except httpx.HTTPError as exc:
-        raise FetchError("E_FETCH", f"download of {url} stopped: {exc}; run again to resume") from None
-    if not _matches(part, remote):
-        got = part.stat().st_size
-        part.unlink()
-        raise FetchError("E_FETCH", f"{remote.path}: the download does not match the hub's size/sha256 (got {got} bytes); "
-                         "the partial file was removed, run again")
-    part.rename(dest)
-    return dest
-
-
-def fetch_weights(download: Download, *, endpoint: str | None = None,
-                  progress: Callable[[str, int], None] | None = None) -> list[Path]:
-    """Fetch every file of ``download`` (or those it names) into its destination, after a free-space check."""
-    with httpx.Client(timeout=httpx.Timeout(30.0, read=120.0), follow_redirects=True) as client:
-        remote = list_files(client, download.repo, download.revision, endpoint)
-        if download.files:
-            remote = [f for f in remote if f.path in set(download.files)]
-        for f in remote:
-            # The listing is untrusted too: no file may land outside the destination.
-            if f.path.startswith("/") or ".." in Path(f.path).parts:
-                raise FetchError("E_FETCH", f"{download.repo} lists a file outside its folder: {f.path!r}")
-        need = sum(f.size or 0 for f in remote if not (download.dest / f.path).exists())
-        free = free_bytes(download.dest)
-        if need > free:
-            raise EnvironmentProblem("E_DISK", f"{download.repo}@{download.revision} needs {need / 1e9:.2f} GB; "
-                                     f"{free / 1e9:.2f} GB free at {download.dest}")
-        return [fetch_file(client, file_url(download.repo, download.revision, f.path, endpoint),
-                           download.dest / f.path, f, progress) for f in remote]
+        snapshot_download(
+            download.repo,
+            revision=download.revision,
+            local_dir=download.dest,
+            endpoint=endpoint,
+            allow_patterns=download.files or None,
+        )
+    except Exception as exc:  # noqa: BLE001 - every hub failure becomes a coded error
+        raise _hub_error(exc, download.repo, download.revision) from None
+    for f in remote:
+        verify(download.dest, f)
+    return [download.dest / f.path for f in remote]

@@ -40,6 +40,11 @@ class CheckReport(BaseModel):
         return [f.code for f in self.findings]
 
 
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then notes (stable within each)."""
+    return sorted(findings, key=lambda f: _ORDER[f.severity])
+
+
 def pick_gpus(rig: Rig, need: int, asked: list[int] | None) -> list[Gpu]:
     """The GPUs asked for with ``--gpus`` (each must exist), else the rig's first ``need`` GPUs."""
     if asked is None:
@@ -77,6 +82,6 @@ def check_recipe(recipe: Recipe, rig: Rig, *, gpus: list[int] | None = None, por
         findings += check_model(ctx) + check_memory(ctx) + check_busy(ctx) + check_p2p(ctx, test)
         findings += check_topology(ctx) + check_power(ctx)
     findings += check_docker(ctx) + check_tools(ctx) + check_disk(ctx) + check_port(ctx) + check_license(ctx)
-    findings.sort(key=lambda f: _ORDER[f.severity])
+    findings = sort_findings(findings)
     return CheckReport(recipe=recipe.slug, rig_source=rig.source, hostname=rig.host.hostname, gpus=ctx.indices,
                        findings=findings, p2p_test=test, ok=not any(f.blocks for f in findings))

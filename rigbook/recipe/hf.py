@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
-from rigbook.recipe.schema import Artifact
+from rigbook.paths import contained
+
+
+class _Pointer(Protocol):
+    """What :func:`artifact_repo` reads of an artifact (the schema imports this module)."""
+
+    pointer_type: str | None
+    pointer: str | None
 
 # Forms a pointer may take; after a URL prefix, only the first two path segments name the repo
 # (``https://huggingface.co/org/name/tree/main`` is org/name).
@@ -34,7 +42,7 @@ def parse_repo_id(text: str) -> str | None:
     return "/".join(parts)
 
 
-def artifact_repo(artifact: Artifact) -> str | None:
+def artifact_repo(artifact: _Pointer) -> str | None:
     """``org/name`` of an ``hf_model`` artifact's pointer; None for any other artifact."""
     if artifact.pointer_type != "hf_model" or not artifact.pointer:
         return None
@@ -42,5 +50,6 @@ def artifact_repo(artifact: Artifact) -> str | None:
 
 
 def weights_dir(models_dir: Path, repo: str, revision: str) -> Path:
-    """Where ``repo`` at ``revision`` is stored: ``MODELS_DIR/org/name/revision``."""
-    return models_dir / repo / revision
+    """Where ``repo`` at ``revision`` is stored: ``MODELS_DIR/org/name/revision``; E_UNSAFE when
+    that resolves (``..``, a symlinked folder) outside the models folder."""
+    return contained(models_dir, *repo.split("/"), *revision.split("/"), what="weights folder")

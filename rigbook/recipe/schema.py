@@ -13,9 +13,78 @@ optional and live under the top-level ``rigbook`` key and in each perf point's
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rigbook.recipe.hf import parse_repo_id
+
+# --- bounds: a recipe is untrusted, so its names and sizes are checked before anything uses them ---
+
+#: A git commit: 7 to 64 hex digits.
+COMMIT = re.compile(r"[0-9a-f]{7,64}")
+#: A revision: a commit, or a plain ref name (``main``, ``v1.0``, ``refs/pr/3``).
+REF_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}(/[A-Za-z0-9_][A-Za-z0-9._-]{0,99}){0,3}")
+#: An environment variable name.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+#: A path inside a folder: relative, no ``..``, no option-like or hidden-escape first character.
+RELATIVE = re.compile(r"(?!/)(?!-)(?!.*(^|/)\.\.(/|$))[^\x00]{1,1024}")
+MAX_GPUS = 1024
+MAX_ARGS = 512
+MAX_ITEM = 8192
+
+
+def _plain(text: str, what: str) -> str:
+    """No NUL and no line break: argv and env items cannot carry them to a program."""
+    if "\x00" in text:
+        raise ValueError(f"{what} holds a NUL character")
+    if len(text) > MAX_ITEM:
+        raise ValueError(f"{what} is longer than {MAX_ITEM} characters")
+    return text
+
+
+def _argv(items: list[str]) -> list[str]:
+    if len(items) > MAX_ARGS:
+        raise ValueError(f"more than {MAX_ARGS} arguments")
+    for item in items:
+        _plain(item, f"argument {item[:40]!r}")
+    return items
+
+
+def _env(env: dict[str, str]) -> dict[str, str]:
+    if len(env) > MAX_ARGS:
+        raise ValueError(f"more than {MAX_ARGS} variables")
+    for name, value in env.items():
+        if not ENV_NAME.fullmatch(name):
+            raise ValueError(f"{name[:40]!r} is not a variable name (letters, digits, _; not starting with a digit)")
+        _plain(value, f"the value of {name}")
+    return env
+
+
+def _revision(value: str | None) -> str | None:
+    if value is not None and not (COMMIT.fullmatch(value) or (REF_NAME.fullmatch(value) and ".." not in value
+                                                              and not value.endswith((".lock", ".")))):
+        raise ValueError(f"{value[:60]!r} is neither a commit hash nor a plain ref name")
+    return value
+
+
+def _relative(value: str, what: str) -> str:
+    if not RELATIVE.fullmatch(value) or "\\" in value:
+        raise ValueError(f"{what} {value[:60]!r} must be a relative path inside its folder (no '..', no leading / or -)")
+    return value
+
+
+def hf_repo_id(pointer: str) -> str | None:
+    """ORG/NAME of a weights pointer, held strictly: :func:`rigbook.recipe.hf.parse_repo_id` reads
+    it, and a pointer that also holds ``..``, ``?``, ``#`` or a backslash is no repository."""
+    if any(bad in pointer for bad in ("..", "?", "#", "\\")):
+        return None
+    return parse_repo_id(pointer)
+
+
+Argv = Annotated[list[str], AfterValidator(_argv)]
+Env = Annotated[dict[str, str], AfterValidator(_env)]
 
 
 class Record(BaseModel):
@@ -58,8 +127,8 @@ class Author(Record):
 
 class Config(Record):
     launch: list[str]
-    kv_pool_tokens: int | None = None
-    max_context_len: int | None = None
+    kv_pool_tokens: int | None = Field(default=None, ge=0, le=2**40)
+    max_context_len: int | None = Field(default=None, ge=0, le=2**31)
 
 
 class ModelRef(Record):
@@ -74,8 +143,8 @@ class Hardware(Record):
     vendor: str
     card: str
     card_family: str | None = None
-    vram_gb: float | None = None
-    device_count: int = Field(ge=0)
+    vram_gb: float | None = Field(default=None, ge=0, le=1e6)
+    device_count: int = Field(ge=0, le=MAX_GPUS)
 
 
 class ArtificialAnalysis(Record):
@@ -206,9 +275,22 @@ class Artifact(Record):
     pointer: str | None = None
     pin: str | None = None
     # rigbook additions
-    size_bytes: int | None = Field(default=None, ge=0)
+    size_bytes: int | None = Field(default=None, ge=0, le=2**60)
     license: str | None = None
-    files: list[str] | None = Field(default=None, description="Files to fetch from the pointer (default: all).")
+    files: list[str] | None = Field(default=None, max_length=100_000,
+                                    description="Files to fetch from the pointer (default: all).")
+
+    @model_validator(mode="after")
+    def _contained(self) -> Artifact:
+        # A pointer or pin with '..', '?' or '#' would lead the download, the disk walk or a mount out of
+        # the models folder.
+        if self.pointer_type == "hf_model":
+            if not self.pointer or hf_repo_id(self.pointer) is None:
+                raise ValueError(f"pointer {str(self.pointer)[:80]!r} is not a Hugging Face repository (ORG/NAME)")
+            _revision(self.pin)
+        for name in self.files or []:
+            _relative(name, "file")
+        return self
 
 
 class Links(Record):
@@ -230,61 +312,79 @@ class DockerLaunch(Record):
     """A container image configured by env knobs (the seed record's form)."""
 
     kind: Literal["docker"] = "docker"
-    image: str
-    env: dict[str, str] = Field(default_factory=dict)
+    image: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}$",
+                       description="An image reference; never starts with '-' (it would read as an option).")
+    env: Env = Field(default_factory=dict)
     container_port: int | None = Field(default=None, ge=1, le=65535)
-    args: list[str] = Field(default_factory=list, description="Extra `docker run` options, as argv.")
+    args: Argv = Field(default_factory=list, description="Extra `docker run` options, as argv.")
 
 
 class VllmLaunch(Record):
     """Native vLLM: `vllm serve MODEL ARGS…`."""
 
     kind: Literal["vllm"] = "vllm"
-    model: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    model: str = Field(pattern=r"^[^-\x00][^\x00]{0,1023}$")
+    args: Argv = Field(default_factory=list)
+    env: Env = Field(default_factory=dict)
 
 
 class SglangLaunch(Record):
     """Native SGLang: `python -m sglang.launch_server --model-path MODEL ARGS…`."""
 
     kind: Literal["sglang"] = "sglang"
-    model: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    model: str = Field(pattern=r"^[^-\x00][^\x00]{0,1023}$")
+    args: Argv = Field(default_factory=list)
+    env: Env = Field(default_factory=dict)
 
 
 class ScriptRepoLaunch(Record):
     """A script repository at a pinned commit with patches and a start command (the guide's start.sh)."""
 
     kind: Literal["script_repo"] = "script_repo"
-    git_url: str
-    commit: str | None = None
-    patch_count: int | None = Field(default=None, ge=0)
-    patches: list[str] = Field(default_factory=list)
-    start: list[str] = Field(description="Start command as argv, run in the repository.")
-    dry_run_env: dict[str, str] = Field(default_factory=dict, description="Env that makes the script print its steps only.")
-    env: dict[str, str] = Field(default_factory=dict)
-    drafter_env: str | None = Field(default=None, description="Env variable that picks the drafter, e.g. DRAFTER.")
+    git_url: str = Field(pattern=r"^(https?|ssh|git)://[A-Za-z0-9][^\s\x00]{0,1023}$|^file:///[^\s\x00]{1,1023}$"
+                                 r"|^git@[A-Za-z0-9.-]+:[^\s\x00-][^\s\x00]{0,1023}$",
+                         description="An https, ssh, git or file:/// URL, or git@host:path; never ext:: (runs a "
+                                     "command) nor a host that starts with '-' (read as an ssh option).")
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$", description="A commit hash.")
+    patch_count: int | None = Field(default=None, ge=0, le=100_000)
+    patches: list[str] = Field(default_factory=list, max_length=MAX_ARGS)
+    start: Argv = Field(min_length=1, description="Start command as argv, run in the repository.")
+    dry_run_env: Env = Field(default_factory=dict, description="Env that makes the script print its steps only.")
+    env: Env = Field(default_factory=dict)
+    drafter_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+                                    description="Env variable that picks the drafter, e.g. DRAFTER.")
+
+    @field_validator("patches")
+    @classmethod
+    def _patches_inside(cls, patches: list[str]) -> list[str]:
+        return [_relative(p, "patch") for p in patches]
 
 
 class LlamaCppLaunch(Record):
     """llama.cpp through llama-cpp-python's OpenAI-compatible server."""
 
     kind: Literal["llama_cpp"] = "llama_cpp"
-    model_path: str | None = Field(default=None, description="A GGUF file path.")
-    model_package: str | None = Field(default=None, description="A Python package that ships the GGUF.")
+    model_path: str | None = Field(default=None, pattern=r"^[^-\x00][^\x00]{0,1023}$",
+                                   description="A GGUF file path inside the models folder.")
+    model_package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,5}$",
+                                      description="A Python package that ships the GGUF.")
     model_file: str | None = Field(default=None, description="The GGUF file name inside model_package.")
-    n_ctx: int | None = Field(default=None, ge=1)
-    n_gpu_layers: int | None = None
-    args: list[str] = Field(default_factory=list)
+    n_ctx: int | None = Field(default=None, ge=1, le=2**24)
+    n_gpu_layers: int | None = Field(default=None, ge=-1, le=100_000)
+    args: Argv = Field(default_factory=list)
+
+    @field_validator("model_file")
+    @classmethod
+    def _file_inside(cls, value: str | None) -> str | None:
+        return None if value is None else _relative(value, "model_file")
 
 
 class ExternalLaunch(Record):
     """An endpoint that already runs: nothing is started."""
 
     kind: Literal["external"] = "external"
-    url: str
+    url: str = Field(pattern=r"^https?://[^\s\x00/?#]+(/[^\s\x00]*)?$", max_length=2048,
+                     description="The endpoint's http(s) base URL.")
 
 
 LaunchSpec = Annotated[
@@ -297,7 +397,7 @@ class Serve(Record):
     """Where the engine answers."""
 
     port: int | None = Field(default=None, ge=1, le=65535)
-    model_id: str | None = None
+    model_id: str | None = Field(default=None, pattern=r"^[^\x00\n\r]{1,512}$")
 
 
 class Speculative(Record):
@@ -320,7 +420,7 @@ class RigbookExtension(Record):
     power_limit_w_per_gpu: float | None = Field(default=None, gt=0, description="Per-card power limit at which the numbers were measured, watts.")
     speculative: Speculative | None = None
     kv_cache_dtype: str | None = None
-    min_free_mib_per_gpu: int | None = Field(default=None, ge=0)
+    min_free_mib_per_gpu: int | None = Field(default=None, ge=0, le=2**31)
     needs_p2p: bool | None = Field(default=None, description="Tensor-parallel GPUs need CUDA peer access.")
     needs_docker: bool | None = None
     needs_container_toolkit: bool | None = None
@@ -353,7 +453,7 @@ class Recipe(Record):
     uploaded_by: str | None = None
     config: Config
     models: list[ModelRef] = Field(default_factory=list)
-    hardware: list[Hardware] = Field(default_factory=list)
+    hardware: list[Hardware] = Field(default_factory=list, max_length=64)
     generation: str | None = None
     tags: list[str] = Field(default_factory=list)
     tasks: list[str] = Field(default_factory=list)
@@ -368,6 +468,12 @@ class Recipe(Record):
     created_at: str | None = None
     speeds: Speeds | None = None
     rigbook: RigbookExtension | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Recipe:
+        if self.gpu_count > MAX_GPUS:
+            raise ValueError(f"the hardware lists {self.gpu_count} GPUs; a recipe runs on at most {MAX_GPUS}")
+        return self
 
     # convenience views used across stages
 

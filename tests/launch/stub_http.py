@@ -17,7 +17,7 @@ def json_body(value) -> bytes:
 
 @contextmanager
 def serve(handle: Handler) -> Iterator[str]:
-    """Serve ``handle(request) -> (status, headers, body)`` for GET and POST; yields the base URL."""
+    """Serve ``handle(request) -> (status, headers, body)`` for GET, HEAD and POST; yields the base URL."""
 
     class _Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:
@@ -27,9 +27,10 @@ def serve(handle: Handler) -> Iterator[str]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":  # HEAD: the headers of the GET, Content-Length included, no body
+                self.wfile.write(body)
 
-        do_GET = do_POST = _answer
+        do_GET = do_POST = do_HEAD = _answer
 
         def log_message(self, *args) -> None:
             pass

@@ -54,7 +54,7 @@ def test_shell_metacharacters_in_env_and_argv_stay_literal(tmp_path):
               "start": [sys.executable, "-c", "import os, sys; print(repr(os.environ['EVIL'])); print(repr(sys.argv[1]))", evil],
               "env": {"EVIL": evil}}
     recipe = load_recipe_file(str(write_recipe(tmp_path, "echo", launch, serve={"port": 18022})))
-    plan = build_plan(recipe, models_dir=tmp_path)
+    plan = build_plan(recipe, models_dir=tmp_path, allow=["shell"])
     command = plan.command.model_copy(update={"cwd": str(tmp_path)})
     log = tmp_path / "echo.log"
     proc = start(command, log)

@@ -7,33 +7,37 @@ import time
 from pathlib import Path
 
 from rigbook.launch.planner import build_plan
-from rigbook.launch.up import run_fetch_steps
+from rigbook.launch.run import run_fetch_steps
 from rigbook.recipe import load_recipe_file
 from tests.launch.helpers import GUIDE, RIG_2X, rigbook, write_recipe
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
-def git_repo(tmp_path: Path) -> tuple[str, str, Path]:
-    """A local repository with notes.txt at "v1" (its file:// URL, its commit) and a patch that makes it "v2"."""
+def git_repo(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """A local repository with notes.txt at "v1", a patch (in the repository) that makes it "v2", and ``files``.
+
+    Returns its file:// URL, its commit and the patch's path inside it.
+    """
     repo = tmp_path / "upstream"
-    repo.mkdir(parents=True)
+    (repo / "patches").mkdir(parents=True)
     (repo / "notes.txt").write_text("v1\n")
+    (repo / "patches" / "v2.patch").write_text("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-v1\n+v2\n")
+    for name, text in (files or {}).items():
+        (repo / name).write_text(text)
     subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
     subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
     subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", "init"], check=True)
     commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
-    patch = repo.parent / "v2.patch"
-    patch.write_text("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-v1\n+v2\n")
-    return f"file://{repo}", commit, patch
+    return f"file://{repo}", commit, "patches/v2.patch"
 
 
 def script_recipe(tmp_path: Path, slug: str, code: str, **launch) -> Path:
-    """A script recipe whose start runs ``code`` in Python, from a fresh local repository."""
-    url, commit, _ = git_repo(tmp_path / slug)
+    """A script recipe whose start runs ``code`` (its start.py) in Python, from a fresh local repository."""
+    url, commit, _ = git_repo(tmp_path / slug, {"start.py": code})
     return write_recipe(tmp_path, slug, {"kind": "script_repo", "git_url": url, "commit": commit,
-                                         "start": [sys.executable, "-c", code], **launch}, serve={"port": 47470})
+                                         "start": [sys.executable, "start.py"], **launch}, serve={"port": 47470})
 
 
 def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_path):
@@ -46,7 +50,7 @@ def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_
     assert done.returncode == 2 and "error[E_ENGINE_EXIT]" in done.stderr  # the start fails after the output
     assert "warning[W_POWER]" in done.stdout
     command = next(line for line in done.stdout.splitlines() if "$ " in line)
-    assert "CUDA_VISIBLE_DEVICES=0,1" in command and command.endswith(f"{sys.executable} -c 'import sys; sys.exit(3)'")
+    assert "CUDA_VISIBLE_DEVICES=0,1" in command and command.endswith(f"{sys.executable} start.py")
 
 
 def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbook_home):
@@ -61,19 +65,20 @@ def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbo
 
 def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_path, rigbook_home):
     # The first launch's script dry run marks that it runs, then takes a while: its fetch step is in progress.
-    slow = ("import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(6)\n"
+    slow = ("import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(20)\n"
             "else:\n    sys.exit(3)\n")
     marks = [tmp_path / "first.mark", tmp_path / "second.mark"]
     paths = [script_recipe(tmp_path, slug, slow, dry_run_env={"DRY_RUN": "1"}, env={"MARK": str(mark)})
              for slug, mark in zip(("first", "second"), marks)]
-    first = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(paths[0]), "--yes", "--json"],
+    first = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(paths[0]), "--yes", "--json",
+                              "--allow", "env:MARK"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         deadline = time.monotonic() + 60
         while not marks[0].exists() and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.1)
         assert marks[0].exists(), "the first launch did not reach its fetch step"
-        second = rigbook("up", str(paths[1]), "--yes", "--json")
+        second = rigbook("up", str(paths[1]), "--yes", "--json", "--allow", "env:MARK")
         error = json.loads(second.stdout)["error"]
         assert error["code"] == "E_LOCKED" and "'first'" in error["message"]
         assert not marks[1].exists() and not (rigbook_home / "repos" / "second").exists()
@@ -87,7 +92,7 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
 def test_a_patched_script_recipe_can_be_fetched_again(tmp_path):
     url, commit, patch = git_repo(tmp_path)
     path = write_recipe(tmp_path, "patched", {"kind": "script_repo", "git_url": url, "commit": commit,
-                                              "patches": [str(patch)], "start": ["true"]})
+                                              "patches": [patch], "start": ["true"]})
     recipe = load_recipe_file(str(path))
     for _ in range(2):
         plan = build_plan(recipe, models_dir=tmp_path)
@@ -132,3 +137,55 @@ def test_a_second_launch_under_a_running_launchs_name_is_refused(rigbook_home):
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_INPUT" and "'taken' already runs" in error["message"] and "rigbook down taken" in error["remedy"]
     assert state.load("taken").pid == os.getpid()  # the running launch's state is untouched
+
+
+HANGS_ON_SMOKE = """
+import json, os, signal, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an engine slow to stop: SIGKILL has to end it
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "m"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        open(os.environ["MARK"], "w").close()
+        time.sleep(600)
+
+    def log_message(self, *args):
+        pass
+
+
+HTTPServer(("127.0.0.1", 47470), Handler).serve_forever()
+"""
+
+
+def test_ctrl_c_during_the_smoke_test_says_so_and_stops_the_engine(tmp_path, rigbook_home):
+    import signal
+
+    import psutil
+
+    mark = tmp_path / "smoke.mark"
+    path = script_recipe(tmp_path, "hangs", HANGS_ON_SMOKE, env={"MARK": str(mark)})
+    up = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(path), "--yes", "--allow", "env:MARK"],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists() and time.monotonic() < deadline and up.poll() is None:
+            time.sleep(0.1)
+        assert mark.exists(), "the smoke test did not start"
+        engine_pid = json.loads((rigbook_home / "runs" / "hangs.json").read_text())["pid"]
+        up.send_signal(signal.SIGINT)
+        _, err = up.communicate(timeout=60)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert up.returncode == 130
+    assert "interrupted: stopping hangs" in err
+    assert not psutil.pid_exists(engine_pid) or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
+    assert not list((rigbook_home / "locks").glob("*.json"))

@@ -7,6 +7,8 @@ from typing import ClassVar
 
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.plan import LaunchCommand, Step, StepKind, Target
+from rigbook.launch.rules import Danger
+from rigbook.launch.safety import spec_dangers
 from rigbook.recipe.schema import Recipe
 
 
@@ -37,9 +39,9 @@ class Engine(ABC):
         """The model id the engine serves (None: take the first it lists)."""
         return recipe.ext.serve.model_id if recipe.ext.serve else None
 
-    def dangers(self, spec, target: Target) -> list[tuple[str, str]]:
-        """Dangerous options in the spec, as (allow name, what it does)."""
-        return []
+    def dangers(self, recipe: Recipe, spec, target: Target) -> list[Danger]:
+        """What the launch asks for that the safety rules refuse (env, rigbook's options, paths …)."""
+        return spec_dangers(self.kind, spec, target)
 
     def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         """What rigbook mapped or replaced in the recipe's command, for the plan to show."""

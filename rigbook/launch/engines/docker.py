@@ -1,4 +1,5 @@
-"""A container image configured by env knobs: `docker run … -e TP=2 … IMAGE` (the seed record's form).
+"""A container image configured by env knobs: `docker run … -e TP=2 … IMAGE` (the seed record's
+form).
 
 rigbook runs the container in the foreground (its output is the engine log),
 removes it on exit, names it ``rigbook-NAME`` so `down` can stop it, maps the
@@ -20,12 +21,24 @@ from rigbook.launch.logscan import LogPattern
 from rigbook.launch.docker_args import drop_docker_options
 from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.launch.rules import Danger
+from rigbook.launch.rules.env import env_dangers
 from rigbook.launch.safety import docker_dangers
+from rigbook.ports import port_or_none
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import DockerLaunch, Recipe
 
 # Long names (docker_args normalises `-p` to `--publish`, `-d` to `--detach` …).
-AUTHOR_SIDE = {"--name", "--gpus", "--publish", "--publish-all", "--detach", "--rm", "--interactive", "--tty"}
+AUTHOR_SIDE = {
+    "--name",
+    "--gpus",
+    "--publish",
+    "--publish-all",
+    "--detach",
+    "--rm",
+    "--interactive",
+    "--tty",
+}
 DEFAULT_CONTAINER_PORT = 8000
 
 
@@ -37,18 +50,25 @@ def container_name(target: Target) -> str:
 class DockerEngine(Engine):
     kind = "docker"
     log_patterns = [
-        LogPattern(code="E_ENGINE_MISSING", pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",
-                   why="the image could not be found or pulled"),
-        LogPattern(code="E_ENGINE_EXIT", pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
-                   why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)"),
+        LogPattern(
+            code="E_ENGINE_MISSING",
+            pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",
+            why="the image could not be found or pulled",
+        ),
+        LogPattern(
+            code="E_ENGINE_EXIT",
+            pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
+            why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)",
+        ),
     ]
 
     def network_host(self, target: Target) -> bool:
         return "network-host" in target.allow
 
     def container_port(self, spec: DockerLaunch) -> int:
-        port = spec.env.get("PORT", "")
-        return spec.container_port or (int(port) if port.isdigit() else DEFAULT_CONTAINER_PORT)
+        return (
+            spec.container_port or port_or_none(spec.env.get("PORT", "")) or DEFAULT_CONTAINER_PORT
+        )
 
     def url(self, spec: DockerLaunch, target: Target) -> str:
         # With the host network the engine listens on its own port, not a published one.
@@ -58,7 +78,8 @@ class DockerEngine(Engine):
     def model_id(self, recipe: Recipe, spec: DockerLaunch) -> str | None:
         served = super().model_id(recipe, spec)
         if served or self.mounted_env(recipe, spec):
-            # A knob pointed at the mount changes the name the engine serves; the smoke test takes the one it lists.
+            # A knob pointed at the mount changes the name the engine serves; the smoke test takes
+            # the one it lists.
             return served
         return spec.env.get("MODEL") or spec.env.get("MODEL_ID")
 
@@ -71,14 +92,20 @@ class DockerEngine(Engine):
 
     def mounted(self, recipe: Recipe) -> dict[str, str]:
         """Pinned weights repositories → the container path they are mounted at."""
-        return {repo: f"/models/{repo}" for artifact in recipe.artifacts
-                if (repo := artifact_repo(artifact)) and artifact.pin}
+        return {
+            repo: f"/models/{repo}"
+            for artifact in recipe.artifacts
+            if (repo := artifact_repo(artifact)) and artifact.pin
+        }
 
     def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
         """Fetched weights, mounted read-only at /models/ORG/NAME."""
         pins = {artifact_repo(a): a.pin for a in recipe.artifacts if artifact_repo(a) and a.pin}
-        return [item for repo, inside in self.mounted(recipe).items()
-                for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")]
+        return [
+            item
+            for repo, inside in self.mounted(recipe).items()
+            for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")
+        ]
 
     def mounted_env(self, recipe: Recipe, spec: DockerLaunch) -> dict[str, str]:
         """Env knobs whose value is a fetched repository, pointed at its mount instead."""
@@ -87,10 +114,20 @@ class DockerEngine(Engine):
 
     def fetch_steps(self, recipe: Recipe, spec: DockerLaunch, target: Target):
         pinned = "@sha256:" in spec.image
-        details = [f"image {spec.image}",
-                   "pinned by digest" if pinned else "pinned by tag only: a tag can be moved; the digest pulled is recorded by docker"]
-        return [step(StepKind.engine, "engine: pull the container image", details,
-                     [LaunchCommand(argv=["docker", "pull", spec.image])])]
+        details = [
+            f"image {spec.image}",
+            "pinned by digest"
+            if pinned
+            else "pinned by tag only: a tag can be moved; the digest pulled is recorded by docker",
+        ]
+        return [
+            step(
+                StepKind.engine,
+                "engine: pull the container image",
+                details,
+                [LaunchCommand(argv=["docker", "pull", spec.image])],
+            )
+        ]
 
     def command(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> LaunchCommand:
         args, _ = self.mapped_args(spec, target)
@@ -107,9 +144,15 @@ class DockerEngine(Engine):
         argv += [item for key in extra if key not in spec.env for item in ("-e", key)]
         return LaunchCommand(argv=[*argv, spec.image], env=extra)
 
-    def dangers(self, spec: DockerLaunch, target: Target) -> list[tuple[str, str]]:
-        # Checked after mapping: a replaced `--network host` is no longer asked for.
-        return docker_dangers(self.mapped_args(spec, target)[0])
+    def dangers(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[Danger]:
+        # Checked after mapping (a replaced `--network host` is no longer asked for), with the
+        # weights
+        # mounts, which pass the same bind rules as the recipe's own.
+        gpus = {str(g.index) for g in target.gpus} | {g.uuid for g in target.gpus if g.uuid}
+        args = self.mapped_args(spec, target)[0] + self.weights_mounts(recipe, target)
+        return env_dangers(spec.env, roots=[], container=True) + docker_dangers(
+            args, gpus=gpus, roots=[target.models_dir]
+        )
 
     def stop_commands(self, spec: DockerLaunch, target: Target) -> list[LaunchCommand]:
         return [LaunchCommand(argv=["docker", "stop", "--time", "20", container_name(target)])]
@@ -120,8 +163,14 @@ class DockerEngine(Engine):
     def notes(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[str]:
         _, dropped = self.mapped_args(spec, target)
         notes = [f"replaced author-side option: {d}" for d in dropped]
-        notes += [f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, mounted read-only"
-                  for key, inside in self.mounted_env(recipe, spec).items()]
+        notes += [
+            f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, "
+            "mounted read-only"
+            for key, inside in self.mounted_env(recipe, spec).items()
+        ]
         if not self.network_host(target):
-            notes.append(f"host port {target.port} published on {target.host} → container port {self.container_port(spec)}")
+            notes.append(
+                f"host port {target.port} published on {target.host} → container port "
+                f"{self.container_port(spec)}"
+            )
         return notes

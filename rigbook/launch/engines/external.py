@@ -20,3 +20,6 @@ class ExternalEngine(Engine):
 
     def command(self, recipe: Recipe, spec: ExternalLaunch, target: Target) -> None:
         return None
+
+    def dangers(self, recipe: Recipe, spec: ExternalLaunch, target: Target) -> list:
+        return []  # nothing runs here; the URL's scheme is checked at validation

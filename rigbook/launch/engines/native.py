@@ -7,7 +7,6 @@ import shutil
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
-from rigbook.launch.safety import native_dangers
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
@@ -42,9 +41,6 @@ class NativeEngine(Engine):
         package = source.pip_package if source and source.pip_package else self.kind
         found = f"{problem}: install {package}" if problem else "installed"
         return [step(StepKind.engine, f"engine: {self.kind} {version} (native, from your environment)", [found])]
-
-    def dangers(self, spec, target: Target) -> list[tuple[str, str]]:
-        return native_dangers(spec.args)
 
     def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         _, dropped = drop_options(spec.args, self.mapped_options)

@@ -1,4 +1,5 @@
-"""A script repository (the guide's form): clone at a commit, apply patches, run its start command with env.
+"""A script repository (the guide's form): clone at a commit, apply patches, run its start
+command with env.
 
 The script itself is the recipe author's code and runs with your rights: the
 plan shows exactly which repository, commit and command, and `up` asks first.
@@ -9,21 +10,32 @@ the real start.
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from rigbook.errors import InputError
+from rigbook.home import rigbook_home
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.launch.rules import Danger
+from rigbook.launch.rules.env import env_dangers
+from rigbook.launch.rules.shell import shell_dangers
 from rigbook.recipe.schema import Recipe, ScriptRepoLaunch
 
 
 class ScriptRepoEngine(Engine):
     kind = "script_repo"
     log_patterns = [
-        LogPattern(code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"),
-        LogPattern(code="E_GPU_MEMORY", pattern=r"\bE_GPU_MEMORY\b", why="the script reported too little free GPU memory"),
+        LogPattern(
+            code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"
+        ),
+        LogPattern(
+            code="E_GPU_MEMORY",
+            pattern=r"\bE_GPU_MEMORY\b",
+            why="the script reported too little free GPU memory",
+        ),
     ]
 
     def checkout(self, recipe: Recipe, target: Target):
@@ -36,7 +48,10 @@ class ScriptRepoEngine(Engine):
         env = {**gpu_env_defaults(), **spec.env, **cuda_env(target)}
         if target.drafter:
             if not spec.drafter_env:
-                raise InputError("E_INPUT", "this recipe's script has no drafter choice (no drafter_env); drop --drafter")
+                raise InputError(
+                    "E_INPUT",
+                    "this recipe's script has no drafter choice (no drafter_env); drop --drafter",
+                )
             env[spec.drafter_env] = target.drafter
         return env
 
@@ -44,39 +59,77 @@ class ScriptRepoEngine(Engine):
         folder = self.checkout(recipe, target)
         commands = []
         details = [f"repository {spec.git_url}", f"into {folder}"]
-        # The clone's own .git, named outright: git never falls back to a repository the folder sits in.
+        # The clone's own .git, named outright: git never falls back to a repository the folder sits
+        # in.
         git = ["git", "-C", str(folder), "--git-dir=.git", "--work-tree=."]
         if folder.exists():
-            details.append("already cloned: changes in the clone are discarded (`git reset --hard`, `git clean -fd`) "
-                           "before the checkout and the patches")
-            # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what patches added.
-            commands += [LaunchCommand(argv=[*git, "reset", "--hard", "--quiet"]),
-                         LaunchCommand(argv=[*git, "clean", "-fd", "--quiet"])]
+            details.append(
+                "already cloned: changes in the clone are discarded "
+                "(`git reset --hard`, `git clean -fd`) "
+                "before the checkout and the patches"
+            )
+            # `clean -fd` keeps ignored files (build outputs, caches the script made) and drops what
+            # patches added.
+            commands += [
+                LaunchCommand(argv=[*git, "reset", "--hard", "--quiet"]),
+                LaunchCommand(argv=[*git, "clean", "-fd", "--quiet"]),
+            ]
         else:
             commands.append(LaunchCommand(argv=["git", "clone", "--", spec.git_url, str(folder)]))
         if spec.commit:
             details.append(f"pinned commit {spec.commit}")
             commands.append(LaunchCommand(argv=[*git, "checkout", "--detach", spec.commit]))
         else:
-            details.append("warning: no pinned commit in the recipe — the branch head is used and can change")
+            details.append(
+                "warning: no pinned commit in the recipe — the branch head is used and can change"
+            )
         for patch in spec.patches:
             commands.append(LaunchCommand(argv=[*git, "apply", "--", patch]))
         if spec.patch_count and not spec.patches:
-            details.append(f"{spec.patch_count} patches: applied by the script itself ({' '.join(spec.start)})")
+            details.append(
+                f"{spec.patch_count} patches: applied by the script itself ({' '.join(spec.start)})"
+            )
         if spec.dry_run_env:
-            own = LaunchCommand(argv=spec.start, env={**spec.dry_run_env, **self.env(spec, target)}, cwd=str(folder))
+            own = LaunchCommand(
+                argv=spec.start, env={**spec.dry_run_env, **self.env(spec, target)}, cwd=str(folder)
+            )
             details.append(f"then the script's own dry run: {own.shown}")
             commands.append(own)
         return [step(StepKind.engine, "engine: the recipe's script repository", details, commands)]
 
     def command(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> LaunchCommand:
-        return LaunchCommand(argv=spec.start, env=self.env(spec, target), cwd=str(self.checkout(recipe, target)))
+        return LaunchCommand(
+            argv=spec.start, env=self.env(spec, target), cwd=str(self.checkout(recipe, target))
+        )
+
+    def dangers(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> list[Danger]:
+        # The script's own knobs: its drafter variable and what its dry run sets.
+        own = {*spec.dry_run_env, *([spec.drafter_env] if spec.drafter_env else [])}
+        env = {**spec.dry_run_env, **spec.env}
+        return env_dangers(env, roots=[target.models_dir, rigbook_home()], own=own) + shell_dangers(
+            spec.start
+        )
 
     def notes(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> list[str]:
-        notes = [f"the script chooses its own port ({target.port}) and model id"]
+        pinned = (
+            f"at commit {spec.commit}"
+            if spec.commit
+            else "at whatever its branch head is when cloned"
+        )
+        notes = [
+            f"TRUST: running a script repository runs its own files ({spec.git_url} {pinned}) "
+            f"with your rights (uid {os.getuid()}): they can read and change your files and use "
+            "your network. "
+            "Read them at that commit before you start it.",
+            f"the script chooses its own port ({target.port}) and model id",
+        ]
         if spec.drafter_env:
-            notes.append(f"drafter: {spec.drafter_env}={target.drafter}" if target.drafter
-                         else f"drafter: the script's default (choose with --drafter, sets {spec.drafter_env})")
+            notes.append(
+                f"drafter: {spec.drafter_env}={target.drafter}"
+                if target.drafter
+                else f"drafter: the script's default (choose with --drafter, sets "
+                f"{spec.drafter_env})"
+            )
         return notes
 
     def missing(self, spec: ScriptRepoLaunch) -> str | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rigbook.paths import inside
 from rigbook.ports import bind_error
 from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
-from rigbook.recipe.hf import artifact_repo, weights_dir
+from rigbook.recipe.hf import artifact_repo
 from rigbook.rig.disk import probe_disk
 from rigbook.rig.docker import DEFAULT_CDI_DIRS
 from rigbook.rig.tools import probe_tool
@@ -48,8 +49,9 @@ def _present_bytes(models_dir: Path, repo: str | None, pin: str | None) -> int:
     """Bytes already downloaded for one artifact (MODELS_DIR/org/name/revision, as `rigbook up` stores them)."""
     if repo is None or pin is None:
         return 0
-    folder = weights_dir(models_dir, repo, pin)
-    if not folder.is_dir():
+    folder = models_dir / repo / pin
+    # The walk stays in the models folder: a symlinked org or revision folder is not followed out of it.
+    if not folder.is_dir() or not inside(models_dir, folder):
         return 0
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 

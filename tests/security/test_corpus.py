@@ -1,0 +1,96 @@
+"""Every recipe of the unsafe corpus ends in a named refusal: E_UNSAFE or E_RECIPE_INVALID, never
+E_INTERNAL.
+
+Each corpus file is a recipe a stranger could publish, with ``_expect``: the code
+it must end in and a word the refusal must say (the variable, the option, the
+rule). The library path (load, plan, up's safety gate) and the CLI (`up --yes
+--json`, `check --json`) are both run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rigbook.cli.app import app
+from rigbook.errors import RigbookError
+from rigbook.launch.planner import build_plan
+from rigbook.launch.run import refuse_unsafe
+from rigbook.launch import check as check_recipe
+from rigbook.recipe import load_recipe_file
+from rigbook.rig.model import load_rig
+from tests.launch.helpers import RIG_2X
+from tests.security.conftest import corpus_names, corpus_recipe
+
+NAMES = corpus_names()
+
+
+def test_the_corpus_is_large_and_spans_every_engine_kind():
+    kinds = {
+        json.loads(open(p).read())["rigbook"]["launch"]["kind"]
+        for p in (f"tests/security/corpus/{n}" for n in NAMES)
+        if json.loads(open(p).read())["rigbook"]["launch"]
+    }
+    assert len(NAMES) >= 60
+    assert kinds == {"docker", "vllm", "sglang", "script_repo", "llama_cpp", "external"}
+
+
+def _refusal(path, sandbox) -> RigbookError:
+    try:
+        recipe = load_recipe_file(str(path))
+        plan = build_plan(recipe, rig=load_rig(RIG_2X), models_dir=sandbox / "models")
+        refuse_unsafe(recipe, plan)
+    except RigbookError as exc:
+        return exc
+    pytest.fail(f"{path.name} was not refused")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_unsafe_recipe_is_refused_by_name(name, sandbox):
+    path, expect = corpus_recipe(name, sandbox)
+    error = _refusal(path, sandbox)
+    said = " ".join([error.message, error.remedy or "", *error.details])
+    assert error.code == expect["code"], said
+    assert expect["says"] in said, said
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_up_json_prints_one_document_with_the_refusal(name, sandbox):
+    path, expect = corpus_recipe(name, sandbox)
+    done = CliRunner().invoke(
+        app,
+        [
+            "up",
+            str(path),
+            "--yes",
+            "--json",
+            "--rig",
+            str(RIG_2X),
+            "--models-dir",
+            str(sandbox / "models"),
+        ],
+        env={"PATH": "/nonexistent"},
+    )
+    document = json.loads(done.stdout)
+    assert done.exit_code == 2 and document["error"]["code"] == expect["code"], done.stdout
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        for n in NAMES
+        if n.startswith(("env-", "shell-", "opt-", "docker-"))
+        and "image-option" not in n
+        and "bad-name" not in n
+        and "nul" not in n
+    ],
+)
+def test_check_reports_what_up_refuses(name, sandbox):
+    path, expect = corpus_recipe(name, sandbox)
+    report = check_recipe(
+        load_recipe_file(str(path)), load_rig(RIG_2X), models_dir=sandbox / "models"
+    )
+    assert "E_UNSAFE" in report.codes and not report.ok
