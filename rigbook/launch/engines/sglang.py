@@ -19,14 +19,12 @@ class SglangEngine(NativeEngine):
     ]
 
     def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str | None:
-        if "--served-model-name" in spec.args:
-            return spec.args[spec.args.index("--served-model-name") + 1]
         return super().model_id(recipe, spec) or spec.model
 
     def command(self, recipe: Recipe, spec: SglangLaunch, target: Target) -> LaunchCommand:
         model = self.local_model(recipe, spec, target)
         args = self.args(spec, target)
-        if model != spec.model and "--served-model-name" not in args:
+        if model != spec.model:
             args += ["--served-model-name", self.model_id(recipe, spec)]
         return LaunchCommand(argv=[sys.executable, "-m", "sglang.launch_server", "--model-path", model, *args],
                              env=self.env(spec, target))

@@ -154,8 +154,6 @@ class VllmEngine(NativeEngine):
         return probe_install(vllm_python())
 
     def model_id(self, recipe: Recipe, spec: VllmLaunch) -> str | None:
-        if "--served-model-name" in spec.args:
-            return spec.args[spec.args.index("--served-model-name") + 1]
         return super().model_id(recipe, spec) or spec.model
 
     def model_path(self, recipe: Recipe, spec: VllmLaunch, target: Target) -> str:
@@ -174,7 +172,7 @@ class VllmEngine(NativeEngine):
     def command(self, recipe: Recipe, spec: VllmLaunch, target: Target) -> LaunchCommand:
         model = self.model_path(recipe, spec, target)
         args = self.args(spec, target)
-        if model != spec.model and "--served-model-name" not in args:
+        if model != spec.model:
             # Serve the local folder under the name the recipe's clients use.
             args += ["--served-model-name", self.model_id(recipe, spec)]
         found = self.install()
