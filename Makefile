@@ -38,7 +38,7 @@ $(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
 	touch $@
 
 $(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
-	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded,test]'
+	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded,quality,test]'
 	touch $@ $(STAMP_DEMO)
 
 setup: $(STAMP_DEMO)

@@ -70,6 +70,8 @@ class Code(StrEnum):
     E_SLO_INVALID = "E_SLO_INVALID"
     W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
+    E_CONTEXT = "E_CONTEXT"
+    E_SUITE = "E_SUITE"
     E_NOT_COMPARABLE = "E_NOT_COMPARABLE"
     E_AUTH = "E_AUTH"
     E_RATE_LIMIT = "E_RATE_LIMIT"
@@ -220,6 +222,14 @@ _ALL = [
     _c(Code.W_CAPACITY_UNSTABLE, "warning", None, "capacity",
        "A re-run of the boundary probe failed the SLO that its first run met; the answer was lowered to a level that held.",
        "Read the spread in the result; use more --rounds for steadier probes, or a quieter machine."),
+    # quality: needle and agree
+    _c(Code.E_CONTEXT, "error", "EndpointError", "quality",
+       "The server does not serve the asked context length, or does not say its length.",
+       "Use a smaller --context (the served length is shown), or give --context N or --recipe "
+       "when the server does not state it."),
+    _c(Code.E_SUITE, "error", "InputError", "quality", "A question suite could not be found, fetched or read.",
+       "Use the built-in suite, a JSONL file (question, options, answer), or "
+       "hf:OWNER/NAME@COMMIT of a dataset in MMLU-Pro's layout."),
     # compare
     _c(Code.E_NOT_COMPARABLE, "error", "InputError", "compare", "Two numbers differ in conditions that make their ratio meaningless.",
        "Compare records measured under the same conditions; every differing condition is listed."),

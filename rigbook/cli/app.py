@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from rigbook import __version__
-from rigbook.cli import bench, capacity, check, codes, compare, hub, launch, recipes, rig
+from rigbook.cli import agree, bench, capacity, check, codes, compare, hub, launch, needle, recipes, rig
 from rigbook.cli.output import run_main
 
 app = typer.Typer(
@@ -16,7 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (recipes, rig, check, launch, bench, capacity, compare, hub, codes):
+for module in (recipes, rig, check, launch, bench, capacity, needle, agree, compare, hub, codes):
     module.register(app)
 
 

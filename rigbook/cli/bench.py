@@ -145,7 +145,8 @@ def register(app: typer.Typer) -> None:
     def report(
         result: Path = typer.Argument(
             ...,
-            help="A bench or capacity result file, or a *.journal.jsonl of a killed bench run.",
+            help="A bench, capacity, needle or agree result file, or a *.journal.jsonl of a killed "
+            "bench run.",
         ),
         fmt: str = typer.Option("md", "--format", help="md or html."),
         out: Path = typer.Option(
@@ -155,18 +156,22 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = JsonOption,
     ) -> None:
-        """Write plots (PNG) and a Markdown or HTML report for a result."""
+        """Write plots (PNG) and a Markdown or HTML report for a result (needle: the depth × context grid)."""
         with handled(as_json):
             from rigbook.bench.journal import rebuild
             from rigbook.bench.report import write_report
             from rigbook.bench.result import load_result, save_result
+            from rigbook.quality import result as quality
+            from rigbook.quality.report import write_quality_report
 
             if fmt not in ("md", "html"):
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
             from rigbook.capacity.result import is_capacity_file
 
             target = out or result.parent / (result.name.split(".")[0] + "-report")
-            if is_capacity_file(
+            if quality.peek_kind(result) in (quality.NEEDLE_KIND, quality.AGREE_KIND):
+                written, rebuilt = write_quality_report(quality.load(result), target, fmt), None
+            elif is_capacity_file(
                 result
             ):  # the capacity curve with its SLO lines, and the probes' bench report
                 from rigbook.capacity.chart import write_capacity_report

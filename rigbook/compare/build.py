@@ -12,6 +12,7 @@ from itertools import combinations
 from pathlib import PurePath
 
 from rigbook.compare.derived import derive
+from rigbook.compare.quality import quality_pairs
 from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.rules import judge
 from rigbook.compare.sources import load_source
@@ -62,6 +63,7 @@ def compare_pair(a: Source, b: Source) -> PairComparison:
         unmatched_a=[_label(p) for p in a.points if not any(_lines_up(p, q) for q in b.points)],
         unmatched_b=[_label(q) for q in b.points if not any(_lines_up(p, q) for p in a.points)],
         verdicts=summarise([p.verdicts for p in pairs]),
+        quality=quality_pairs(a.quality, b.quality),
     )
 
 
@@ -83,13 +85,13 @@ def compare_sources(sources: list[Source]) -> Comparison:
     sources = distinct_names(sources)
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
     slos = {p.slo for s in sources for p in s.points if p.slo is not None}
-    if not any(p.points for p in pairs) and slos:
+    if not any(p.points or p.quality for p in pairs) and slos:
         raise InputError("E_NOT_COMPARABLE", "capacities compare only under the same SLO, and only with capacities",
                          "Measure both with `rigbook capacity` and the same --slo.",
                          details=[f"{s.name}: " + ("; ".join(f"SLO {p.slo}" for p in s.points if p.slo)
                                                    or "no capacity (perf points at fixed concurrency)")
                                   for s in sources])
-    if not any(p.points for p in pairs):
+    if not any(p.points or p.quality for p in pairs):
         raise InputError("E_NOT_COMPARABLE", "no perf points line up: none share a concurrency (and context length)",
                          "Compare results measured at the same concurrency levels; each source's levels are listed.",
                          details=[f"{s.name}: " + "; ".join(_label(p) for p in s.points) for s in sources])

@@ -38,12 +38,13 @@ class Source(BaseModel):
     """One argument of `rigbook compare`, resolved to perf points whose ``conditions`` are filled."""
 
     ref: str = Field(description="The argument as given.")
-    kind: Literal["bench_result", "recipe", "capacity"]
+    kind: Literal["bench_result", "recipe", "capacity", "quality_result"]
     name: str = Field(description="Recipe slug, or the result file's name.")
     model: str | None = Field(default=None, description="Model slug or served model id.")
     content_hash: str | None = Field(default=None, description="A bench result's verified content hash.")
     points: list[ComparedPoint]
     skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
+    quality: list[ComparedPoint] = Field(default_factory=list, description="Quality points (needle, multiple choice).")
 
 
 class Reason(BaseModel):
@@ -116,6 +117,18 @@ class PointPair(BaseModel):
     verdicts: list[AspectVerdict]
 
 
+class QualityPair(BaseModel):
+    """Two quality points of the same test, with a verdict and the score of each side."""
+
+    test: str
+    a_label: str
+    b_label: str
+    a_score: str
+    b_score: str
+    verdict: VerdictWord
+    reasons: list[Reason] = Field(default_factory=list)
+
+
 class PairComparison(BaseModel):
     """Source A against source B: every lined-up point and a verdict per aspect over all of them."""
 
@@ -125,6 +138,7 @@ class PairComparison(BaseModel):
     unmatched_a: list[str] = Field(default_factory=list, description="A's points with no partner in B.")
     unmatched_b: list[str] = Field(default_factory=list)
     verdicts: list[AspectVerdict] = Field(description="Per aspect: the worst verdict over the points, every reason once.")
+    quality: list[QualityPair] = Field(default_factory=list, description="Quality points of the same test, like for like.")
 
 
 class Comparison(BaseModel):

@@ -27,9 +27,12 @@ def pct(value: float | None) -> str:
 
 def source_line(letter: str, source: Source) -> str:
     """'A  slug (recipe)' with what was left out."""
-    kind = {"bench_result": "bench result", "capacity": "capacity result"}.get(source.kind, "recipe")
+    kind = {"bench_result": "bench result", "capacity": "capacity result",
+            "quality_result": "quality result"}.get(source.kind, "recipe")
     text = f"{letter}  {source.name} ({kind}"
     text += f", hash {source.content_hash.removeprefix('sha256:')[:12]} verified)" if source.content_hash else ")"
+    if source.quality:
+        text += f"; {len(source.quality)} quality point(s)"
     if source.skipped:
         text += f"; {len(source.skipped)} point(s) left out: " + "; ".join(source.skipped)
     return text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rigbook.compare.model import Comparison
+from rigbook.compare.quality import quality_lines
 from rigbook.compare.present import columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 
@@ -18,7 +19,7 @@ def render_md(comparison: Comparison) -> str:
             out += ["| " + " | ".join(header for header, _ in cols) + " |", "|" + "---:|" * len(cols)]
             out += ["| " + " | ".join(cell(p) for _, cell in cols) + " |" for p in pair.points]
             out.append("")
-        else:
+        elif not pair.quality:
             out += ["No points line up.", ""]
         for verdict in pair.verdicts:
             out.append(f"**{verdict.title}: {verdict.verdict}**")
@@ -31,6 +32,10 @@ def render_md(comparison: Comparison) -> str:
                 out.append(f"- {overall}")
             out += [f"- {mark} {text}" for mark, text in reason_lines(verdict)]
             out.append("")
+        if pair.quality:
+            out += ["**quality, like for like**", ""]
+            out += [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}"
+                    for line in quality_lines(pair.quality)] + [""]
         notes = missing_notes(pair) + [f"{side} points with no partner: {'; '.join(labels)}"
                                        for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b)) if labels]
         if notes:

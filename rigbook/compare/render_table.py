@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rigbook.compare.model import Comparison
+from rigbook.compare.quality import quality_lines
 from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
@@ -18,9 +19,9 @@ def render_table(comparison: Comparison, console: Console) -> None:
     for pair in comparison.pairs:
         console.print(source_line("A", by_name[pair.a]), highlight=False)
         console.print(source_line("B", by_name[pair.b]), highlight=False)
-        if not pair.points:
+        if not pair.points and not pair.quality:
             console.print("[red]no points line up[/]", highlight=False)
-        else:
+        elif pair.points:
             cols = columns(pair, compact=True)
             # Two-line headers and a light box: eleven columns of numbers inside 80 characters.
             table = Table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
@@ -44,6 +45,10 @@ def render_table(comparison: Comparison, console: Console) -> None:
                 console.print(f"  {overall}", highlight=False)
             for mark, text in reason_lines(verdict):
                 console.print(f"  {mark} {text}", highlight=False, markup=False)
+        if pair.quality:
+            console.print("[bold]quality, like for like[/]", highlight=False)
+            for line in quality_lines(pair.quality):
+                console.print(f"  {line}", highlight=False, markup=False)
         for note in missing_notes(pair):
             console.print(f"[dim]  {note}[/]", highlight=False)
         for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b)):

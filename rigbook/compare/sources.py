@@ -18,6 +18,8 @@ from rigbook.bench.result import BenchResult, load_result
 from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
 from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
 from rigbook.errors import InputError, RigbookError
+from rigbook.quality import result as quality_result
+from rigbook.quality.claims import needle_claim, recipe_quality
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 
@@ -49,10 +51,15 @@ def _fill(point: PerfPoint, defaults: dict, cpu: str = CPU) -> ComparedPoint:
 
 
 def _usable(points: list[PerfPoint]) -> tuple[list[PerfPoint], list[str]]:
-    """Points that can be lined up (a concurrency and a number), and a note for each one left out."""
+    """Points that can be lined up (a concurrency and a number), and a note for each one left out.
+
+    Quality points (and claims read from a point's notes) are not speed points: they are read
+    by :func:`rigbook.quality.claims.recipe_quality` and compared on their own."""
     kept, skipped = [], []
     for p in points:
         label = p.notes or (f"point {p.id}" if p.id is not None else "a point")
+        if p.quality is not None or needle_claim(p) is not None:
+            continue
         if p.decode_tok_s is None and p.prefill_tok_s is None and p.ttft_ms is None:
             skipped.append(f"{label}: no decode, prefill or TTFT number")
         elif p.concurrency is None:
@@ -83,7 +90,19 @@ def source_from_recipe(ref: str, recipe: Recipe) -> Source:
     defaults = recipe_defaults(recipe)
     kept, skipped = _usable(recipe.perf_points)
     return Source(ref=ref, kind="recipe", name=recipe.slug, model=recipe.models[0].slug if recipe.models else None,
-                  points=[_fill(p, defaults) for p in kept], skipped=skipped)
+                  points=[_fill(p, defaults) for p in kept], skipped=skipped,
+                  quality=[_fill(p, defaults) for p in recipe_quality(recipe)])
+
+
+def source_from_quality(ref: str) -> Source:
+    """A needle or agree result's quality points (hash checked), with the endpoint's engine."""
+    result = quality_result.load(ref)
+    c = result.conditions
+    endpoint = c.endpoint if isinstance(result, quality_result.NeedleResult) else c.a
+    defaults = {"engine": endpoint.engine, "engine_version": endpoint.engine_version}
+    return Source(ref=ref, kind="quality_result", name=Path(ref).name, model=endpoint.model, points=[],
+                  content_hash=result.content_hash,
+                  quality=[_fill(p, defaults) for p in result.quality_points])
 
 
 def _run_defaults(result: BenchResult) -> dict:
@@ -176,7 +195,9 @@ def _looks_like_recipe(ref: str) -> bool:
 
 def load_source(ref: str) -> Source:
     """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
-    if _is_bench_result(ref):
+    if quality_result.peek_kind(Path(ref)) in (quality_result.NEEDLE_KIND, quality_result.AGREE_KIND):
+        source = source_from_quality(ref)
+    elif _is_bench_result(ref):
         source = source_from_result(ref, load_result(ref))
     elif is_capacity_file(ref):
         source = source_from_capacity(ref, load_capacity(ref))
@@ -192,7 +213,7 @@ def load_source(ref: str) -> Source:
                              "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
                              details=exc.details) from None
         source = source_from_recipe(ref, recipe)
-    if not source.points:
+    if not source.points and not source.quality:
         raise InputError("E_INPUT", f"{ref} has no perf point with a concurrency and a number to compare",
                          "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
                          details=source.skipped)

@@ -20,6 +20,7 @@ from rigbook.hub import repository as repo
 from rigbook.hub.chart import perf_chart
 from rigbook.hub.display import shown_conditions, tok_s
 from rigbook.hub.leaderboard import build_leaderboard, effective_conditions, hardware_label, is_measured
+from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 
 templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -62,10 +63,11 @@ def recipe_page(request: Request, slug: str) -> HTMLResponse:
         return not_found(request)
     recipe = parse_recipe(record, slug)
     points = [{"point": p, "measured": is_measured(p), "conditions": shown_conditions(effective_conditions(recipe, p))}
-              for p in recipe.perf_points]
+              for p in recipe.perf_points if p.quality is None and needle_claim(p) is None]
+    quality = [{"point": p, "label": label(p), "score": score(p)} for p in recipe_quality(recipe)]
     return render("recipe.html", recipe=recipe, record=record, hardware=hardware_label(recipe)[0],
                   launch=shlex.join(recipe.config.launch), chart=Markup(perf_chart(recipe)), points=points,
-                  revisions=list(reversed(history or [])))
+                  quality=quality, revisions=list(reversed(history or [])))
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)

@@ -199,6 +199,29 @@ class PerfConditions(Record):
                     "Null: the source did not say.")
 
 
+class QualityMeasure(Record):
+    """rigbook addition: what a quality point measured (a needle retrieval or a multiple-choice suite).
+
+    A point holding one leaves its speed fields for the probe's own timing (``ttft_ms``,
+    ``prefill_tok_s`` of a needle probe) or empty."""
+
+    test: Literal["needle", "multiple_choice"]
+    suite: str | None = Field(default=None, description="e.g. 'rigbook needle', 'generated', 'MMLU-Pro'.")
+    suite_version: str | None = Field(default=None, description="Built-in 'vN', file sha256 or dataset commit.")
+    questions_hash: str | None = Field(default=None, description="Content hash of the questions asked.")
+    n: int | None = Field(default=None, ge=0, description="Questions asked, or needle probes sent.")
+    passed: int | None = Field(default=None, ge=0, description="Questions answered right, or probes passed.")
+    accuracy_pct: float | None = None
+    depths: list[float] | None = Field(default=None, description="Needle: where the facts were hidden, 0 = start.")
+    facts: int | None = Field(default=None, ge=1, description="Needle: salted facts per probe.")
+    prompt_tokens: int | None = Field(default=None, ge=0, description="Needle: longest prompt, as the server counted it.")
+    cache: Literal["cold", "warm"] | None = Field(default=None, description="Needle: whether a prefix cache could have helped.")
+    reference: str | None = Field(default=None, description="What the answers were paired with (agreement, McNemar).")
+    agreement_pct: float | None = None
+    mcnemar_p: float | None = Field(default=None, ge=0, le=1, description="Exact McNemar p-value against the reference.")
+    evidence: str | None = Field(default=None, description="The result file and hash, or the text the claim was read from.")
+
+
 class PerfPoint(Record):
     id: int | None = None
     context_len: int | None = None
@@ -219,6 +242,7 @@ class PerfPoint(Record):
     slo_profile: str | None = Field(
         default=None, description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').")
     conditions: PerfConditions | None = None
+    quality: QualityMeasure | None = None
 
 
 class PerformanceMetrics(Record):

@@ -1,0 +1,96 @@
+"""Quality points like for like: a needle or multiple-choice point of A against one of B.
+
+Two quality points of the same test are comparable only when they asked the same thing: for a
+needle, the same haystack, context length, depths, facts per probe, number of probes and cache
+state; for a multiple-choice suite, the same suite and version (or question set) and the same
+number of questions. Anything that differs, or that one side does not state, makes the pair
+"not comparable", and each such condition is named.
+"""
+
+from __future__ import annotations
+
+from rigbook.compare.model import ComparedPoint, QualityPair, Reason
+from rigbook.quality.claims import label, score
+from rigbook.recipe.schema import QualityMeasure
+
+
+def _needle_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
+    return {
+        "haystack": q.suite_version,
+        "context length": p.context_len,
+        "depths": tuple(q.depths) if q.depths is not None else None,
+        "facts per probe": q.facts,
+        "probe count": q.n,
+        "cache": q.cache,
+    }
+
+
+def _choice_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
+    version = q.questions_hash or q.suite_version
+    return {"suite": q.suite, "suite version / questions": version, "question count": q.n}
+
+
+def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
+    """Whether two quality points of the same test measured the same thing."""
+    keys = _needle_keys if a.quality.test == "needle" else _choice_keys
+    ka, kb = keys(a, a.quality), keys(b, b.quality)
+    reasons = []
+    for name in ka:
+        va, vb = ka[name], kb[name]
+        if va is None and vb is None:
+            reasons.append(
+                Reason(
+                    condition=name,
+                    severity="not_comparable",
+                    kind="unknown_both",
+                    message=f"{name} unknown on both sides",
+                )
+            )
+        elif va is None or vb is None:
+            reasons.append(
+                Reason(
+                    condition=name,
+                    severity="not_comparable",
+                    kind="unknown_one_side",
+                    a=None if va is None else str(va),
+                    b=None if vb is None else str(vb),
+                    message=f"{name} unknown on {'A' if va is None else 'B'}",
+                )
+            )
+        elif va != vb:
+            reasons.append(
+                Reason(
+                    condition=name,
+                    severity="not_comparable",
+                    kind="differs",
+                    a=str(va),
+                    b=str(vb),
+                    message=f"{name} differs: {va} vs {vb}",
+                )
+            )
+    return QualityPair(
+        test=a.quality.test,
+        a_label=label(a),
+        b_label=label(b),
+        a_score=score(a),
+        b_score=score(b),
+        verdict="not comparable" if reasons else "comparable",
+        reasons=reasons,
+    )
+
+
+def quality_pairs(a: list[ComparedPoint], b: list[ComparedPoint]) -> list[QualityPair]:
+    """Every pair of A's and B's quality points of the same test."""
+    return [judge_quality(p, q) for p in a for q in b if p.quality.test == q.quality.test]
+
+
+def quality_lines(pairs: list[QualityPair]) -> list[str]:
+    """Plain lines for both renderers: one per pair, then its reasons."""
+    lines = []
+    for p in pairs:
+        lines.append(
+            f"{p.test.replace('_', ' ')}: A {p.a_label}: {p.a_score} | B {p.b_label}: "
+            f"{p.b_score} — {p.verdict}"
+        )
+        lines += [f"  ✗ {r.message}" for r in p.reasons]
+    return lines
