@@ -1,10 +1,12 @@
-"""`rigbook hub serve|init|token create` and `rigbook publish`: thin wrappers over rigbook.hub."""
+"""`rigbook hub serve|init|token create|list|revoke` and `rigbook publish`: thin wrappers over rigbook.hub."""
 
 from __future__ import annotations
 
+import os
+
 import typer
 
-from rigbook.cli.output import JsonOption, console, emit, handled
+from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 
 hub_app = typer.Typer(help="Run a recipe hub: API, pages and leaderboard.", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens for writes to the hub.", no_args_is_help=True)
@@ -19,22 +21,32 @@ def serve(
     db: str = DbOption,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: str = typer.Option("8080", "--port", help="Port to listen on, 1-65535."),
+    workers: int = typer.Option(os.cpu_count() or 1, "--workers", min=1, max=256,
+                                help="Worker processes (default: one per core)."),
     max_body: int = typer.Option(1024 * 1024, "--max-body", min=1, help="Largest request body accepted, bytes."),
-    rate_limit: int = typer.Option(60, "--rate-limit", min=1, help="Writes per minute allowed per token."),
+    rate_limit: int = typer.Option(60, "--rate-limit", min=0, help="Writes per minute per token (0: no limit)."),
+    auth_limit: int = typer.Option(30, "--auth-limit", min=0,
+                                   help="Failed authentications per minute per address (0: no limit)."),
+    read_limit: int = typer.Option(0, "--read-limit", min=0,
+                                   help="Reads per minute per address (0, the default: no limit)."),
+    forwarded_allow_ips: str = typer.Option(None, "--forwarded-allow-ips",
+                                            help="Proxies whose X-Forwarded-For names the client (comma-separated)."),
 ) -> None:
     """Serve the hub (migrating the database and loading the built-in catalog first)."""
     with handled():
-        import uvicorn
+        from rigbook.hub.rates import Limits, Rate
+        from rigbook.hub.serve import ServeSettings
+        from rigbook.hub.serve import serve as run_hub
 
-        from rigbook.hub.app import create_app
-        from rigbook.hub.serve import check_port
         from rigbook.ports import parse_port
 
         port = parse_port(port)
-        check_port(host, port)
-        app = create_app(db, max_body=max_body, rate=(rate_limit, 60.0))
-        console.print(f"rigbook hub on http://{host}:{port}/  (API: /api/v1/recipes, schema: /openapi.json)", highlight=False)
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        limits = Limits(writes_per_token=Rate(limit=rate_limit), auth_failures_per_address=Rate(limit=auth_limit),
+                        reads_per_address=Rate(limit=read_limit))
+        run_hub(ServeSettings(db=db, max_body=max_body, limits=limits), host=host, port=port, workers=workers,
+                forwarded_allow_ips=forwarded_allow_ips, announce=lambda: console.print(
+                    f"rigbook hub on http://{host}:{port}/ with {workers} worker(s)  "
+                    "(API: /api/v1/recipes, schema: /openapi.json)", highlight=False))
 
 
 @hub_app.command("init")
@@ -53,20 +65,58 @@ def init(db: str = DbOption, as_json: bool = JsonOption) -> None:
              lambda: console.print(f"database ready: {url}; built-in recipes loaded: {len(loaded)}", highlight=False))
 
 
+def _sessions(db: str | None):  # noqa: ANN202 - a sessionmaker
+    from rigbook.hub.db import make_engine, session_factory
+    from rigbook.hub.migrate import upgrade
+
+    engine = make_engine(db)
+    upgrade(engine)
+    return session_factory(engine)
+
+
 @token_app.command("create")
 def token_create(name: str = typer.Argument(..., help="Who or what the token is for."), db: str = DbOption,
                  as_json: bool = JsonOption) -> None:
-    """Make an API token; it is shown once and stored only as its SHA-256."""
+    """Make an API token. Only the token goes to stdout (`TOK=$(rigbook hub token create ci)`); it is shown
+    once and stored only as its SHA-256."""
     with handled(as_json):
         from rigbook.hub.auth import create_token
-        from rigbook.hub.db import make_engine, session_factory
-        from rigbook.hub.migrate import upgrade
 
-        engine = make_engine(db)
-        upgrade(engine)
-        token = create_token(session_factory(engine), name)
-        emit({"name": name, "token": token}, as_json, lambda: (
-            print(token), console.print("  shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim")))
+        token = create_token(_sessions(db), name)
+
+        def show() -> None:
+            print(token)
+            err_console.print("shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim")
+
+        emit({"name": name, "token": token}, as_json, show)
+
+
+@token_app.command("list")
+def token_list(db: str = DbOption, as_json: bool = JsonOption) -> None:
+    """Every token's name, creation and revocation time (never the token)."""
+    with handled(as_json):
+        from rigbook.hub.auth import list_tokens
+
+        tokens = list_tokens(_sessions(db))
+
+        def show() -> None:
+            for t in tokens:
+                state = f"revoked {t.revoked_at}" if t.revoked_at else "active"
+                console.print(f"{t.name}  created {t.created_at}  {state}", highlight=False, markup=False)
+
+        emit([t.model_dump() for t in tokens], as_json, show)
+
+
+@token_app.command("revoke")
+def token_revoke(name: str = typer.Argument(..., help="The token's name (`token list`)."), db: str = DbOption,
+                 as_json: bool = JsonOption) -> None:
+    """Revoke a token: every worker refuses its next write."""
+    with handled(as_json):
+        from rigbook.hub.auth import revoke_token
+
+        done = revoke_token(_sessions(db), name)
+        emit(done.model_dump(), as_json,
+             lambda: console.print(f"revoked {done.name} at {done.revoked_at}", highlight=False, markup=False))
 
 
 def publish(

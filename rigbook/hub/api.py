@@ -7,11 +7,14 @@ per line in ``details``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.bench.result import BenchResult
@@ -19,10 +22,12 @@ from rigbook.codes import CODES, Code, as_code
 from rigbook.errors import ErrorBody, ErrorDocument
 from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
-from rigbook.hub.auth import RateLimiter, token_name
-from rigbook.hub.leaderboard import Leaderboard, build_leaderboard
+from rigbook.hub.auth import token_name
+from rigbook.hub.cache import AnswerCache
+from rigbook.hub.leaderboard import METRICS, BoardFilters, BoardItem, EvidenceFilter, board_page, board_version
+from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
-from rigbook.recipe.load import dump_recipe, parse_recipe
+from rigbook.recipe.load import dump_recipe
 from rigbook.recipe.schema import Recipe
 
 MAX_PAGE = 500
@@ -46,28 +51,84 @@ class ApiError(Exception):
         return JSONResponse(document, status_code=self.status, headers=self.headers)
 
 
-ERRORS = {status: {"model": ErrorDocument} for status in (401, 404, 413, 422, 429)}
+class BoardPage(BaseModel):
+    """One page of the leaderboard, with the total that match the filters."""
+
+    metric: str
+    items: list[BoardItem]
+    total: int
+    limit: int
+    offset: int
+    next: str | None
+
+
+STATUS_TEXT = {304: "Not modified: the client's copy (If-None-Match) is current.",
+               400: "The request could not be read.", 401: "No token, or one the hub does not know.",
+               404: "No such recipe or path.", 405: "The path does not take this method (see Allow).",
+               413: "The body is larger than the hub accepts.", 422: "The request or its body is not valid.",
+               429: "Too many requests: wait Retry-After seconds.", 500: "A failure inside the hub.",
+               503: "The database is busy or unreachable (E_DB): retry after Retry-After seconds."}
+READ_STATUSES = (400, 404, 405, 422, 429, 500, 503)
+WRITE_STATUSES = (400, 401, 404, 405, 413, 422, 429, 500, 503)
+CACHE_CONTROL = "public, max-age=10"
+
+
+def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route: the error shape for each error status, nothing for a 304."""
+    return {s: {"description": STATUS_TEXT[s]} if s == 304 else {"model": ErrorDocument, "description": STATUS_TEXT[s]}
+            for s in statuses}
 
 
 def factory(request: Request) -> sessionmaker[Session]:
     return request.app.state.sessions
 
 
+def client_address(request: Request) -> str:
+    """The client's address (the proxy's, unless uvicorn is told to trust its X-Forwarded-For)."""
+    return request.client.host if request.client else "unknown"
+
+
+def too_many(what: str, wait: float) -> ApiError:
+    return ApiError(429, "E_RATE_LIMIT", f"{what}; retry in {max(1, round(wait + 0.5))} s",
+                    headers={"Retry-After": str(max(1, round(wait + 0.5)))})
+
+
+async def read_limit(request: Request) -> None:
+    """Count a read against its address's limit when one is set (off by default: each count is a write)."""
+    limits: Limits = request.app.state.limits
+    if limits.reads_per_address.on:
+        address = client_address(request)
+        wait = await run_in_threadpool(hit, request.app.state.sessions, f"read:{address}", limits.reads_per_address)
+        if wait is not None:
+            raise too_many(f"more than {limits.reads_per_address.limit} reads from {address} in "
+                           f"{limits.reads_per_address.window_s} s", wait)
+
+
 def writer(request: Request) -> str:
-    """The name of the token that authorises this write; 401 without one, 429 past its rate limit."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ApiError(401, "E_AUTH", "this write needs an API token: send `Authorization: Bearer TOKEN`")
-    with request.app.state.sessions() as session:
-        name = token_name(session, token.strip())
+    """The name of the token that authorises this write; 401 without a known one, 429 past a rate limit
+    (the token's writes, or its address's failed attempts). The token is never repeated in an answer."""
+    limits: Limits = request.app.state.limits
+    sessions = request.app.state.sessions
+    address = client_address(request)
+    failures = f"auth:{address}"
+    waiting = blocked(sessions, failures, limits.auth_failures_per_address)
+    if waiting is not None:
+        raise too_many(f"more than {limits.auth_failures_per_address.limit} failed authentications from "
+                       f"{address} in {limits.auth_failures_per_address.window_s} s", waiting)
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    name = None
+    if scheme.lower() == "bearer" and token.strip():
+        with sessions() as session:
+            name = token_name(session, token.strip())
     if name is None:
-        raise ApiError(401, "E_AUTH", "the API token is not known to this hub")
-    limiter: RateLimiter = request.app.state.rate_limiter
-    wait = limiter.hit(name)
+        hit(sessions, failures, limits.auth_failures_per_address)
+        message = ("the API token is not known to this hub, or was revoked" if token.strip() else
+                   "this write needs an API token: send `Authorization: Bearer TOKEN`")
+        raise ApiError(401, "E_AUTH", message)
+    wait = hit(sessions, f"token:{name}", limits.writes_per_token)
     if wait is not None:
-        raise ApiError(429, "E_RATE_LIMIT", f"token {name!r} made more than {limiter.limit} writes in "
-                       f"{limiter.window_s:g} s; retry in {wait:.0f} s", headers={"Retry-After": str(max(1, round(wait + 0.5)))})
+        raise too_many(f"token {name!r} made more than {limits.writes_per_token.limit} writes in "
+                       f"{limits.writes_per_token.window_s} s", wait)
     return name
 
 
@@ -84,10 +145,10 @@ Sessions = Annotated[sessionmaker[Session], Depends(factory)]
 Writer = Annotated[str, Depends(writer)]
 GivenJson = Annotated[Any, Depends(given_json)]
 
-router = APIRouter(prefix="/api/v1", tags=["v1"])
+router = APIRouter(prefix="/api/v1", tags=["v1"], dependencies=[Depends(read_limit)])
 
 
-@router.get("/recipes", response_model=RecipePage, responses=ERRORS)
+@router.get("/recipes", response_model=RecipePage, responses=answers(*READ_STATUSES))
 def list_recipes(
     request: Request,
     sessions: Sessions,
@@ -106,23 +167,37 @@ def list_recipes(
                                  engine=engine, tag=tag, tier=tier)
     with sessions() as session:
         total, items = repo.list_records(session, filters, limit=limit, offset=offset)
-    following = None
-    if offset + len(items) < total:
-        following = str(request.url.include_query_params(offset=offset + len(items), limit=limit))
-    return JSONResponse({"items": items, "total": total, "limit": limit, "offset": offset, "next": following})
+    return JSONResponse({"items": items, "total": total, "limit": limit, "offset": offset,
+                         "next": next_url(request, offset, len(items), total, limit)})
 
 
-@router.get("/recipes/{slug}.json", response_model=Recipe, responses=ERRORS)
-def get_recipe(slug: str, sessions: Sessions) -> JSONResponse:
-    """The latest revision of one recipe, in the public record's shape."""
+def next_url(request: Request, offset: int, count: int, total: int, limit: int) -> str | None:
+    """The URL of the page after this one, None on the last."""
+    if offset + count >= total:
+        return None
+    return str(request.url.include_query_params(offset=offset + count, limit=limit))
+
+
+def cached_answer(request: Request, etag: str, body: bytes | str | None) -> Response:
+    """200 with ``body``, or 304 when the client already has ``etag``; both with the cache headers."""
+    headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
+    if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+@router.get("/recipes/{slug}.json", response_model=Recipe, responses=answers(304, *READ_STATUSES))
+def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
+    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision."""
     with sessions() as session:
-        record = repo.get_record(session, slug)
-    if record is None:
+        found = repo.get_record_text(session, slug)
+    if found is None:
         raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
-    return JSONResponse(record)
+    no, digest, text = found
+    return cached_answer(request, f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text)
 
 
-@router.get("/recipes/{slug}/revisions", response_model=RevisionList, responses=ERRORS)
+@router.get("/recipes/{slug}/revisions", response_model=RevisionList, responses=answers(*READ_STATUSES))
 def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     """Every revision of one recipe, oldest first."""
     with sessions() as session:
@@ -132,34 +207,68 @@ def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     return RevisionList(slug=slug, revisions=found)
 
 
-@router.post("/recipes", response_model=Recipe, status_code=201, responses=ERRORS)
+@router.post("/recipes", response_model=Recipe, status_code=201,
+             responses={200: {"model": Recipe, "description": "Unchanged: the latest revision has this content."},
+                        **answers(*WRITE_STATUSES)})
 def post_recipe(recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer) -> JSONResponse:
     """Add a recipe, or the next revision of one (keeping the measured points results added): the hub sets
-    revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them."""
+    revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them.
+    A record whose content hash is the latest revision's adds nothing: that revision is returned (200)."""
     # The body validated as a Recipe, so it is a JSON object; the fallback only keeps the types honest.
     record = given if isinstance(given, dict) else dump_recipe(recipe)
-    problems = recipe_problems(recipe) + repo.storage_problems(recipe, record)
+    problems = recipe_problems(recipe, record) + repo.storage_problems(recipe, record)
     if problems:
         raise ApiError(422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems)
-    return JSONResponse(repo.put_recipe(sessions, record), status_code=201)
+    stored = repo.put_recipe(sessions, record)
+    return JSONResponse(stored.record, status_code=200 if stored.unchanged else 201)
 
 
-@router.post("/recipes/{slug}/results", response_model=ResultAccepted, status_code=201, responses=ERRORS)
+@router.post("/recipes/{slug}/results", response_model=ResultAccepted, status_code=201,
+             responses={200: {"model": ResultAccepted, "description": "Published before: nothing added."},
+                        **answers(*WRITE_STATUSES)})
 def post_result(slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer) -> JSONResponse:
     """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
-    reason: a bad hash, missing conditions, or another GPU count, card family or model than the recipe's."""
+    reason: a bad hash, missing conditions, another rig, GPU count, card, engine, quantisation or model than
+    the recipe's, an impossible rate, or numbers its own requests do not give. Points whose requests the
+    result carries are recomputed and marked ``verified-from-journal``."""
     accepted = repo.add_result(sessions, slug, result, writer_name)
     return JSONResponse(accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201)
 
 
-@router.get("/leaderboard.json", response_model=Leaderboard)
-def leaderboard(sessions: Sessions) -> Leaderboard:
-    """Per model and hardware, decode tok/s at each concurrency; measured and claimed kept apart, with conditions."""
+@router.get("/leaderboard.json", response_model=BoardPage, responses=answers(304, *READ_STATUSES))
+def leaderboard(
+    request: Request,
+    sessions: Sessions,
+    metric: Annotated[str, Query(max_length=64, description="What is ranked (a metric registered with the board).",
+                                 json_schema_extra={"enum": sorted(METRICS)})] = "decode_tok_s",
+    scope: Annotated[str | None, Query(max_length=300, description="The metric's fixed terms, exactly.")] = None,
+    model: Annotated[str | None, Query(max_length=200, description="Model slug.")] = None,
+    card: Annotated[str | None, Query(max_length=200, description="Words of the card's name.")] = None,
+    device_count: Annotated[int | None, Query(ge=0, le=repo.MAX_DEVICE_COUNT)] = None,
+    concurrency: Annotated[int | None, Query(ge=0, le=10**6)] = None,
+    evidence: Annotated[EvidenceFilter | None, Query(description="'measured' is both measured kinds.")] = None,
+    recipe: Annotated[str | None, Query(max_length=200, description="One recipe's numbers.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+) -> Response:
+    """The board a page at a time: grouped by model, hardware, scope and concurrency, measured before claimed,
+    best first; each number with its rank among like numbers, its evidence, who published it and its
+    conditions. The ETag changes with every write to the board."""
+    if metric not in METRICS:
+        raise ApiError(422, "E_INPUT", f"no metric {metric!r} on this board; known: {', '.join(sorted(METRICS))}",
+                       remedy=HTTP_REMEDY)
+    filters = BoardFilters(metric=metric, scope=scope, model=model, card=card, device_count=device_count,
+                           concurrency=concurrency, evidence=evidence, recipe=recipe)
+    query = json.dumps([filters.model_dump(), limit, offset])
+    cache: AnswerCache = request.app.state.board_cache
     with sessions() as session:
-        return build_leaderboard(stored_recipes(session))
-
-
-def stored_recipes(session: Session) -> list[Recipe]:
-    """The latest revision of every recipe, parsed."""
-    return [parse_recipe(r, r.get("slug", "record")) for r in repo.all_records(session)]
-
+        version = board_version(session)
+        etag = f'W/"{version}-{hashlib.sha256(query.encode()).hexdigest()[:16]}"'
+        body = cache.get(etag)
+        if body is None:
+            total, items = board_page(session, filters, limit=limit, offset=offset)
+            page = BoardPage(metric=metric, items=items, total=total, limit=limit, offset=offset,
+                             next=next_url(request, offset, len(items), total, limit))
+            body = page.model_dump_json().encode()
+            cache.put(etag, body)
+    return cached_answer(request, etag, body)

@@ -6,21 +6,23 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rigbook import __version__
 from rigbook.errors import RigbookError
 from rigbook.hub import pages
 from rigbook.hub.api import HTTP_REMEDY, ApiError, router
-from rigbook.hub.auth import RateLimiter
+from rigbook.hub.cache import AnswerCache
 from rigbook.hub.db import make_engine, session_factory
-from rigbook.hub.limits import DEFAULT_MAX_BODY, BodyLimit
+from rigbook.hub.http import HeadAsGet, SecurityHeaders, allowed_methods
+from rigbook.hub.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, BodyLimit, validation_code
 from rigbook.hub.migrate import upgrade
+from rigbook.hub.rates import Limits
 from rigbook.hub.repository import load_catalog
 
-DEFAULT_RATE = (60, 60.0)
 STATUS_OF_CODE = {"E_RECIPE_NOT_FOUND": 404, "E_AUTH": 401, "E_RATE_LIMIT": 429, "E_TOO_LARGE": 413, "E_DB": 503}
 
 
@@ -40,28 +42,25 @@ def _field_lines(exc: RequestValidationError) -> list[str]:
     return lines
 
 
-def _validation_code(request: Request) -> str:
-    if request.method == "POST" and request.url.path.endswith("/results"):
-        return "E_RESULT_REFUSED"
-    if request.method == "POST":
-        return "E_RECIPE_INVALID"
-    return "E_INPUT"
-
-
-def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body: int = DEFAULT_MAX_BODY,
-               rate: tuple[int, float] = DEFAULT_RATE) -> FastAPI:
-    """The hub on ``db_url`` (default: SQLite under RIGBOOK_HOME), migrated and with the built-in catalog loaded."""
+def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate: bool = True,
+               max_body: int = DEFAULT_MAX_BODY, max_depth: int = DEFAULT_MAX_DEPTH,
+               limits: Limits | None = None) -> FastAPI:
+    """The hub on ``db_url`` (default: SQLite under RIGBOOK_HOME), migrated and with the built-in catalog loaded
+    (``migrate=False`` skips both: the workers of `hub serve --workers N` leave them to the parent)."""
     engine = make_engine(db_url)
-    upgrade(engine)
     sessions = session_factory(engine)
-    if load_builtin:
-        load_catalog(sessions)
+    if migrate:
+        upgrade(engine)
+        if load_builtin:
+            load_catalog(sessions)
 
     app = FastAPI(title="rigbook hub", version=__version__,
                   description="Serving recipes for LLMs on your own GPUs, with claimed and measured numbers.")
     app.state.engine = engine
     app.state.sessions = sessions
-    app.state.rate_limiter = RateLimiter(*rate)
+    app.state.limits = limits or Limits()
+    app.state.board_cache = AnswerCache()
+    app.state.page_cache = AnswerCache()
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -72,23 +71,36 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body
         return ApiError(STATUS_OF_CODE.get(exc.code, 422), exc.code, exc.message, details=exc.details,
                         remedy=exc.remedy).response()
 
+    @app.exception_handler(SQLAlchemyError)
+    async def _db_error(_request: Request, exc: SQLAlchemyError) -> JSONResponse:
+        # Busy past the timeout, or the server gone: the request may succeed when retried.
+        first = str(getattr(exc, "orig", None) or exc).splitlines()[0][:300]
+        return ApiError(503, "E_DB", f"the database did not answer in time or failed: {type(exc).__name__}: "
+                        f"{first}", headers={"Retry-After": "1"},
+                        remedy="Retry after the Retry-After seconds; if it persists, the hub's operator "
+                        "should check its database.").response()
+
+    @app.exception_handler(Exception)
+    async def _internal(_request: Request, exc: Exception) -> JSONResponse:
+        return ApiError(500, "E_INTERNAL", f"the hub failed: {type(exc).__name__}").response()
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         lines = _field_lines(exc)
-        code = _validation_code(request)
+        code = validation_code(request.method, request.url.path)
         not_json = any(err.get("type") == "json_invalid" for err in exc.errors())
         message = "the request body is not valid JSON" if not_json else f"{len(lines)} problem(s) in the request"
         return ApiError(422, code, message, details=lines, remedy=HTTP_REMEDY if code == "E_INPUT" else None).response()
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
             return pages.not_found(request)
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            allowed = headers.get("allow") or headers.get("Allow") or "see /openapi.json"
+            allowed = ", ".join(allowed_methods(request.app, request.scope))
             return ApiError(405, "E_METHOD", f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}",
-                            headers=headers).response()
+                            headers=headers | {"Allow": allowed}).response()
         if exc.status_code == 404:
             return ApiError(404, "E_RECIPE_NOT_FOUND", f"nothing at {request.url.path} on this hub",
                             remedy=HTTP_REMEDY).response()
@@ -97,5 +109,7 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body
     app.include_router(router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
-    app.add_middleware(BodyLimit, max_bytes=max_body)
+    app.add_middleware(BodyLimit, max_bytes=max_body, max_depth=max_depth)
+    app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)
     return app

@@ -10,6 +10,7 @@ the hub's root or its ``/api/v1``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -24,6 +25,8 @@ from rigbook.recipe.schema import Recipe
 PAGE = 200
 # What the status alone says, whatever the body: the hub's own reasons, not the request's.
 _BY_STATUS = {401: "E_AUTH", 403: "E_AUTH", 429: "E_RATE_LIMIT"}
+# What a header value can carry: printable ASCII without spaces (rigbook's tokens are URL-safe base64).
+TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 
 def hub_base_url(url: str) -> str:
@@ -39,15 +42,31 @@ class HubClient:
         self.token = token
         self.timeout = timeout
 
+    def _headers(self) -> dict[str, str]:
+        """The Authorization header; E_AUTH, without the token, when it cannot be one (a space, a line break,
+        a hint captured with it)."""
+        if not self.token:
+            return {}
+        if not TOKEN_RE.fullmatch(self.token):
+            raise RigbookError("E_AUTH", "the API token has characters a token cannot have (a space, a line break "
+                             "or a non-ASCII letter); it was not sent",
+                             "Pass the token alone: TOK=$(rigbook hub token create NAME) captures only it.")
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def _redacted(self, text: str) -> str:
+        """``text`` with the token, were it in there, replaced."""
+        return text.replace(self.token, "[token]") if self.token else text
+
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        headers = self._headers()
         url = self.base_url + path
         try:
             response = httpx.request(method, url, headers=headers, timeout=self.timeout, **kwargs)
         except httpx.InvalidURL as exc:
-            raise InputError("E_INPUT", f"not a hub URL: {self.base_url!r} ({exc})") from None
+            raise InputError("E_INPUT", f"not a hub URL: {self.base_url!r} ({self._redacted(str(exc))})") from None
         except httpx.HTTPError as exc:
-            raise EndpointError("E_CONNECT", f"the hub at {self.base_url} did not answer: {type(exc).__name__}: {exc}",
+            raise EndpointError("E_CONNECT", f"the hub at {self.base_url} did not answer: {type(exc).__name__}: "
+                                f"{self._redacted(str(exc))}",
                                 "Check the --hub URL and that `rigbook hub serve` runs there.") from None
         if response.status_code >= 400:
             raise self._error(response)

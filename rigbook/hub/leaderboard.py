@@ -1,59 +1,122 @@
-"""The leaderboard: per model and hardware, decode tok/s at each concurrency, claimed and measured apart.
+"""The leaderboard: a table (``board``) written with every revision, read by index a page at a time.
 
-Each entry carries the conditions it was measured under: for a measured point,
-what its bench result recorded and nothing else; for a claim, the point's own
-``conditions`` over the recipe's (GPU count, card, power limit, engine, quant …).
+Each recipe revision's numbers are turned into board rows in the transaction
+that stores the revision (:func:`write_board`), and ranked there: a number is
+ranked only against like numbers, those with the same ``metric`` and ``scope``
+(the fixed terms of the number, e.g. an SLO and a bench profile), model,
+hardware and concurrency, and measured numbers only against measured ones.
+A kind of number joins the board by registering a :class:`Metric` and a
+function that finds its points in a recipe (:func:`register`).
+
+``hub_state.board_version`` changes with every board write, so every worker
+and instance on one database agrees on the board's ETag and on what a cached
+page may be reused for.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.orm import Session
 
 from rigbook.hub.admission import MEASURED
+from rigbook.hub.models import BoardRow, StateRow
 from rigbook.recipe.schema import PerfPoint, Recipe
 
+VERIFIED = "verified-from-journal"
+UNVERIFIED = "measured-unverified"
+CLAIMED = "claimed"
+Evidence = Literal["verified-from-journal", "measured-unverified", "claimed"]
+EvidenceFilter = Literal["verified-from-journal", "measured-unverified", "claimed", "measured"]
+VERSION_KEY = "board_version"
 
-class BoardEntry(BaseModel):
-    """One number on the board, with where it came from and its conditions."""
+
+class Metric(BaseModel):
+    """A kind of number the board ranks."""
+
+    name: str
+    label: str
+    unit: str
+    higher_is_better: bool = True
+
+
+class BoardPoint(BaseModel):
+    """One number of a recipe, before it is stored and ranked."""
+
+    metric: str
+    scope: str = Field(default="", description="The fixed terms the number holds under; '' when none.")
+    concurrency: int = 0
+    value: float
+    evidence: Evidence
+    published_by: str | None = None
+    claimed_by: str | None = None
+    notes: str | None = None
+    per_request_decode_tok_s_median: float | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+
+
+class BoardItem(BaseModel):
+    """One number as the board serves it: where it came from, who published it, its rank and conditions."""
 
     recipe: str
-    revision: int | None
+    revision: int
     title: str
-    decode_tok_s: float
-    per_request_decode_tok_s_median: float | None = None
-    claimed_by: str | None
-    notes: str | None = None
-    conditions: dict[str, Any]
-
-
-class BoardRow(BaseModel):
-    """One concurrency level of one model on one hardware."""
-
-    concurrency: int
-    measured: list[BoardEntry] = Field(default_factory=list)
-    claimed: list[BoardEntry] = Field(default_factory=list)
-
-
-class BoardGroup(BaseModel):
-    """A model on a hardware configuration."""
-
     model: str
     model_name: str
     hardware: str
     card: str
     device_count: int
-    rows: list[BoardRow]
+    metric: str
+    scope: str
+    concurrency: int
+    value: float
+    rank: int = Field(description="1 is best among numbers of the same metric, scope, model, hardware, "
+                                  "concurrency and kind (measured or claimed).")
+    evidence: Evidence
+    published_by: str | None
+    claimed_by: str | None
+    notes: str | None
+    per_request_decode_tok_s_median: float | None
+    conditions: dict[str, Any]
 
 
-class Leaderboard(BaseModel):
-    groups: list[BoardGroup]
+class BoardFilters(BaseModel):
+    """What ``GET /api/v1/leaderboard.json`` filters on."""
+
+    metric: str = "decode_tok_s"
+    scope: str | None = None
+    model: str | None = None
+    card: str | None = None
+    device_count: int | None = None
+    concurrency: int | None = None
+    evidence: EvidenceFilter | None = None
+    recipe: str | None = None
 
 
 def is_measured(point: PerfPoint) -> bool:
     """Measured by a bench run the hub checked (anything else is a claim)."""
     return point.claimed_by == MEASURED
+
+
+def evidence_of(point: PerfPoint) -> Evidence:
+    """``verified-from-journal`` when the hub recomputed the point from its requests, ``measured-unverified``
+    for another measured point, ``claimed`` for the rest."""
+    if not is_measured(point):
+        return CLAIMED
+    return VERIFIED if (point.model_extra or {}).get("evidence") == VERIFIED else UNVERIFIED
+
+
+def published_by(point: PerfPoint) -> str | None:
+    """Who published a measured point (the hub's token name), or who claims a claimed one."""
+    if is_measured(point):
+        who = (point.model_extra or {}).get("published_by")
+        return who if isinstance(who, str) else None
+    return point.claimed_by
 
 
 def effective_conditions(recipe: Recipe, point: PerfPoint) -> dict[str, Any]:
@@ -98,32 +161,133 @@ def hardware_label(recipe: Recipe) -> tuple[str, str, int]:
     return f"{recipe.gpu_count}x {card}", card, recipe.gpu_count
 
 
-def build_leaderboard(recipes: list[Recipe]) -> Leaderboard:
-    """Group every point with a decode rate and a concurrency by (model, hardware) and concurrency."""
-    groups: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for recipe in recipes:
-        model = recipe.models[0] if recipe.models else None
-        label, card, count = hardware_label(recipe)
-        key = (model.slug if model else recipe.slug, card, count)
-        group = groups.setdefault(key, {"model": key[0], "model_name": model.name if model else recipe.title,
-                                        "hardware": label, "card": card, "device_count": count, "rows": {}})
-        for point in recipe.perf_points:
-            if point.decode_tok_s is None or point.concurrency is None:
-                continue
-            row = group["rows"].setdefault(point.concurrency, BoardRow(concurrency=point.concurrency))
-            entry = BoardEntry(recipe=recipe.slug, revision=recipe.revision.no if recipe.revision else None,
-                               title=recipe.title, decode_tok_s=point.decode_tok_s,
-                               per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
-                               claimed_by=point.claimed_by, notes=point.notes,
-                               conditions=effective_conditions(recipe, point))
-            (row.measured if is_measured(point) else row.claimed).append(entry)
-    out = []
-    for key in sorted(groups):
-        g = groups[key]
-        rows = [g["rows"][c] for c in sorted(g["rows"])]
-        for row in rows:
-            row.measured.sort(key=lambda e: -e.decode_tok_s)
-            row.claimed.sort(key=lambda e: -e.decode_tok_s)
-        if rows:
-            out.append(BoardGroup(**{**g, "rows": rows}))
-    return Leaderboard(groups=out)
+def decode_points(recipe: Recipe) -> list[BoardPoint]:
+    """Aggregate decode tok/s at each concurrency: every point with both, finite and positive."""
+    found = []
+    for point in recipe.perf_points:
+        value, c = point.decode_tok_s, point.concurrency
+        if value is None or c is None or not math.isfinite(value) or value <= 0:
+            continue
+        found.append(BoardPoint(metric="decode_tok_s", concurrency=c, value=value, evidence=evidence_of(point),
+                                published_by=published_by(point), claimed_by=point.claimed_by, notes=point.notes,
+                                per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
+                                conditions=effective_conditions(recipe, point)))
+    return found
+
+
+METRICS: dict[str, Metric] = {}
+FINDERS: dict[str, Callable[[Recipe], list[BoardPoint]]] = {}
+
+
+def register(metric: Metric, finder: Callable[[Recipe], list[BoardPoint]]) -> None:
+    """Add a kind of number to the board: ``finder`` gives a recipe's points of ``metric``.
+
+    A board built before the registration lacks the new points until :func:`rebuild_board` runs
+    (a migration that registers a metric calls it).
+    """
+    METRICS[metric.name] = metric
+    FINDERS[metric.name] = finder
+
+
+register(Metric(name="decode_tok_s", label="decode tok/s (aggregate)", unit="tok/s"), decode_points)
+
+
+def _partition(row: BoardRow) -> tuple:
+    return row.metric, row.scope, row.model, row.card, row.device_count, row.concurrency, row.measured
+
+
+def _rerank(session: Session, key: tuple) -> None:
+    """Number one partition 1, 2, … best first (ties: by recipe, then by row), in one statement."""
+    metric, scope, model, card, device_count, concurrency, measured = key
+    order = "DESC" if (METRICS[metric].higher_is_better if metric in METRICS else True) else "ASC"
+    session.execute(text(
+        f"UPDATE board SET rank = ranked.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY value {order}, slug, id) "
+        "AS n FROM board WHERE metric = :metric AND scope = :scope AND model = :model AND card = :card "
+        "AND device_count = :device_count AND concurrency = :concurrency AND measured = :measured) AS ranked "
+        "WHERE board.id = ranked.id AND board.rank <> ranked.n"),
+        {"metric": metric, "scope": scope, "model": model, "card": card, "device_count": device_count,
+         "concurrency": concurrency, "measured": measured})
+
+
+def _bump_version(session: Session) -> None:
+    changed = session.execute(update(StateRow).where(StateRow.key == VERSION_KEY)
+                              .values(value=StateRow.value + 1)).rowcount
+    if not changed:
+        session.add(StateRow(key=VERSION_KEY, value=1))
+        session.flush()
+
+
+def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
+    """Replace ``recipe``'s board rows with those of revision ``revision_no`` and rerank what changed."""
+    old = session.execute(select(BoardRow).where(BoardRow.slug == recipe.slug)).scalars().all()
+    touched = {_partition(r) for r in old}
+    session.execute(delete(BoardRow).where(BoardRow.slug == recipe.slug))
+    model = recipe.models[0] if recipe.models else None
+    label, card, count = hardware_label(recipe)
+    for finder in FINDERS.values():
+        for p in finder(recipe):
+            entry = {"title": recipe.title, "model_name": model.name if model else recipe.title, "hardware": label,
+                     "claimed_by": p.claimed_by, "notes": p.notes,
+                     "per_request_decode_tok_s_median": p.per_request_decode_tok_s_median,
+                     "conditions": p.conditions}
+            row = BoardRow(slug=recipe.slug, revision_no=revision_no, metric=p.metric, scope=p.scope,
+                           model=model.slug if model else recipe.slug, card=card, device_count=count,
+                           concurrency=p.concurrency, measured=p.evidence != CLAIMED, evidence=p.evidence,
+                           published_by=p.published_by, value=p.value, rank=0,
+                           entry=json.dumps(entry, ensure_ascii=True))
+            session.add(row)
+            touched.add(_partition(row))
+    session.flush()
+    for key in touched:
+        _rerank(session, key)
+    _bump_version(session)
+
+
+def board_version(session: Session) -> int:
+    """The board's version: changes with every write, the same for every worker on this database."""
+    return session.execute(select(StateRow.value).where(StateRow.key == VERSION_KEY)).scalar_one_or_none() or 0
+
+
+def board_page(session: Session, filters: BoardFilters, *, limit: int, offset: int) -> tuple[int, list[BoardItem]]:
+    """``(total matching, one page)``, grouped by model, hardware, scope and concurrency, measured first,
+    then by rank."""
+    query = select(BoardRow).where(BoardRow.metric == filters.metric)
+    if filters.scope is not None:
+        query = query.where(BoardRow.scope == filters.scope)
+    if filters.model:
+        query = query.where(BoardRow.model == filters.model)
+    if filters.card:
+        query = query.where(func.lower(BoardRow.card).contains(filters.card.lower(), autoescape=True))
+    if filters.device_count is not None:
+        query = query.where(BoardRow.device_count == filters.device_count)
+    if filters.concurrency is not None:
+        query = query.where(BoardRow.concurrency == filters.concurrency)
+    if filters.evidence == "measured":
+        query = query.where(BoardRow.measured.is_(True))
+    elif filters.evidence is not None:
+        query = query.where(BoardRow.evidence == filters.evidence)
+    if filters.recipe:
+        query = query.where(BoardRow.slug == filters.recipe)
+    total = session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
+    rows = session.execute(query.order_by(BoardRow.model, BoardRow.card, BoardRow.device_count, BoardRow.scope,
+                                          BoardRow.concurrency, BoardRow.measured.desc(), BoardRow.rank)
+                           .offset(offset).limit(limit)).scalars().all()
+    return total, [_item(r) for r in rows]
+
+
+def _item(row: BoardRow) -> BoardItem:
+    entry = json.loads(row.entry)
+    return BoardItem(recipe=row.slug, revision=row.revision_no, title=entry["title"], model=row.model,
+                     model_name=entry["model_name"], hardware=entry["hardware"], card=row.card,
+                     device_count=row.device_count, metric=row.metric, scope=row.scope,
+                     concurrency=row.concurrency, value=row.value, rank=row.rank, evidence=row.evidence,
+                     published_by=row.published_by, claimed_by=entry["claimed_by"], notes=entry["notes"],
+                     per_request_decode_tok_s_median=entry["per_request_decode_tok_s_median"],
+                     conditions=entry["conditions"])
+
+
+def rebuild_board(session: Session, recipes: list[tuple[Recipe, int]]) -> None:
+    """Write the board of every ``(recipe, revision no)`` afresh (after a migration that changes what it holds)."""
+    session.execute(delete(BoardRow))
+    for recipe, no in recipes:
+        write_board(session, recipe, no)

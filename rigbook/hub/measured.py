@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rigbook.hub.admission import MEASURED, fit_problems
+from rigbook.hub.leaderboard import UNVERIFIED, VERIFIED
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe
 
 
@@ -31,12 +32,15 @@ class Carried(BaseModel):
                 + "; ".join(self.left_behind))
 
 
-def measured_point(point: PerfPoint, digest: str) -> dict[str, Any]:
-    """A result's point as the recipe carries it: ``measured``, its result named, no id of another database."""
+def measured_point(point: PerfPoint, digest: str, *, verified: bool, published_by: str) -> dict[str, Any]:
+    """A result's point as the recipe carries it: ``measured``, its result named, no id of another database,
+    whether the hub recomputed it from the result's requests (``evidence``) and who published it."""
     data = point.model_dump(mode="json", exclude_unset=True)
     data.pop("id", None)
     data["claimed_by"] = MEASURED
     data["notes"] = f"{point.notes or 'rigbook bench'} (result {digest[:19]})"
+    data["evidence"] = VERIFIED if verified else UNVERIFIED
+    data["published_by"] = published_by
     return data
 
 

@@ -7,7 +7,7 @@ copied from the latest revision.
 
 from __future__ import annotations
 
-from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -66,3 +66,53 @@ class TokenRow(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[str] = mapped_column(String(64))
+    revoked_at: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class BoardRow(Base):
+    """One number on the leaderboard, written in the transaction that writes its recipe's revision.
+
+    ``metric`` and ``scope`` say what the number is and under which fixed terms (e.g. an SLO and a
+    profile): a number is ranked only against numbers with the same metric, scope, model, hardware
+    and concurrency, and measured numbers only against measured ones.
+    """
+
+    __tablename__ = "board"
+    # The read path: one partition in rank order, found by index (see leaderboard.board_page).
+    __table_args__ = (Index("ix_board_rank", "metric", "model", "card", "device_count", "scope", "concurrency",
+                            "measured", "rank"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    slug: Mapped[str] = mapped_column(String(200), ForeignKey("recipes.slug"), index=True)
+    revision_no: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[str] = mapped_column(String(300), default="")
+    model: Mapped[str] = mapped_column(String(200))
+    card: Mapped[str] = mapped_column(String(200))
+    device_count: Mapped[int] = mapped_column(Integer)
+    concurrency: Mapped[int] = mapped_column(Integer, default=0, doc="0 when the metric has none.")
+    measured: Mapped[bool] = mapped_column(Boolean)
+    evidence: Mapped[str] = mapped_column(String(32))
+    published_by: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    value: Mapped[float] = mapped_column(Float)
+    rank: Mapped[int] = mapped_column(Integer, default=0)
+    entry: Mapped[str] = mapped_column(Text, doc="The entry as served, JSON text.")
+
+
+class StateRow(Base):
+    """Counters shared by every worker and instance: ``board_version`` changes with every board write."""
+
+    __tablename__ = "hub_state"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger)
+
+
+class RateRow(Base):
+    """A fixed-window request counter per key (a token or an address and what it did)."""
+
+    __tablename__ = "rate_counters"
+
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    window: Mapped[int] = mapped_column(BigInteger, doc="Start of the window, seconds since the epoch.")
+    count: Mapped[int] = mapped_column(Integer)

@@ -7,6 +7,7 @@ its own text, and is the only markup marked safe.
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -17,9 +18,19 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from rigbook.hub import repository as repo
+from rigbook.hub.cache import AnswerCache
 from rigbook.hub.chart import perf_chart
 from rigbook.hub.display import shown_conditions, tok_s
-from rigbook.hub.leaderboard import build_leaderboard, effective_conditions, hardware_label, is_measured
+from rigbook.hub.leaderboard import (
+    METRICS,
+    BoardFilters,
+    board_page,
+    effective_conditions,
+    evidence_of,
+    hardware_label,
+    is_measured,
+    published_by,
+)
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 
@@ -28,6 +39,7 @@ templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templat
 templates.filters["tok_s"] = tok_s
 
 router = APIRouter(include_in_schema=False)
+BOARD_PAGE = 100
 
 
 def render(name: str, status: int = 200, **context) -> HTMLResponse:
@@ -55,24 +67,50 @@ def index(request: Request, q: Annotated[str | None, Query(max_length=500)] = No
 
 @router.get("/r/{slug}", response_class=HTMLResponse)
 def recipe_page(request: Request, slug: str) -> HTMLResponse:
-    """One recipe: launch command, requirements, chart and every point with its conditions."""
+    """One recipe: launch command, requirements, chart and every point with its conditions.
+
+    The page is rendered once per revision: the cache key holds the revision number and content hash read
+    from the database on every request, so no worker serves a page of a revision the database moved past.
+    """
+    cache: AnswerCache = request.app.state.page_cache
     with request.app.state.sessions() as session:
-        record = repo.get_record(session, slug)
-        history = repo.revisions(session, slug)
-    if record is None:
-        return not_found(request)
+        found = repo.get_record_text(session, slug)
+        if found is None:
+            return not_found(request)
+        no, digest, text = found
+        key = f"{slug}:{no}:{digest}"
+        body = cache.get(key)
+        if body is None:
+            body = _recipe_html(slug, json.loads(text), repo.revisions(session, slug) or []).encode()
+            cache.put(key, body)
+    return HTMLResponse(body)
+
+
+def _recipe_html(slug: str, record: dict, history: list) -> str:
     recipe = parse_recipe(record, slug)
-    points = [{"point": p, "measured": is_measured(p), "conditions": shown_conditions(effective_conditions(recipe, p))}
+    points = [{"point": p, "measured": is_measured(p), "evidence": evidence_of(p), "by": published_by(p),
+               "conditions": shown_conditions(effective_conditions(recipe, p))}
               for p in recipe.perf_points if p.quality is None and needle_claim(p) is None]
     quality = [{"point": p, "label": label(p), "score": score(p)} for p in recipe_quality(recipe)]
-    return render("recipe.html", recipe=recipe, record=record, hardware=hardware_label(recipe)[0],
-                  launch=shlex.join(recipe.config.launch), chart=Markup(perf_chart(recipe)), points=points,
-                  quality=quality, revisions=list(reversed(history or [])))
+    return templates.get_template("recipe.html").render(
+        recipe=recipe, record=record, hardware=hardware_label(recipe)[0], launch=shlex.join(recipe.config.launch),
+        chart=Markup(perf_chart(recipe)), points=points, quality=quality, revisions=list(reversed(history)))
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
-def leaderboard_page(request: Request) -> HTMLResponse:
-    """The leaderboard as tables, one per model and hardware."""
+def leaderboard_page(
+    request: Request,
+    model: Annotated[str | None, Query(max_length=200)] = None,
+    card: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1, le=10**6)] = 1,
+) -> HTMLResponse:
+    """The leaderboard a page at a time, one table per model, hardware and concurrency."""
+    filters = BoardFilters(model=model, card=card)
     with request.app.state.sessions() as session:
-        recipes = [parse_recipe(r, r["slug"]) for r in repo.all_records(session)]
-    return render("leaderboard.html", board=build_leaderboard(recipes), pairs=shown_conditions)
+        total, items = board_page(session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE)
+    groups: dict[tuple, list] = {}
+    for item in items:
+        groups.setdefault((item.model_name, item.hardware, item.scope, item.concurrency), []).append(item)
+    pages = max(1, -(-total // BOARD_PAGE))
+    return render("leaderboard.html", groups=groups, pairs=shown_conditions, metric=METRICS[filters.metric],
+                  page=page, pages=pages, model=model or "", card=card or "")

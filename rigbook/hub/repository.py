@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,6 +25,9 @@ from rigbook.bench.result import BenchResult
 from rigbook.errors import InputError
 from rigbook.hashing import canonical_json
 from rigbook.hub.admission import result_problems
+from rigbook.hub.db import writing
+from rigbook.hub.evidence import check_journal
+from rigbook.hub.leaderboard import write_board
 from rigbook.hub.measured import carry_measured, measured_point
 from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
 from rigbook.hub.schemas import ResultAccepted, RevisionInfo
@@ -112,7 +115,7 @@ def _write(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
     """Run ``body`` in a write transaction, retrying when a concurrent writer took the same number."""
     for attempt in range(WRITE_ATTEMPTS):
         try:
-            with factory() as session, session.begin():
+            with writing(factory) as session:
                 return body(session)
         except IntegrityError:
             if attempt == WRITE_ATTEMPTS - 1:
@@ -183,38 +186,57 @@ def _add_revision(session: Session, row: RecipeRow | None, given: dict[str, Any]
     session.add(RevisionRow(slug=recipe.slug, no=revision["no"], content_hash=digest, created_at=revision["created_at"],
                             notes=revision.get("notes"), record=json.dumps(record, ensure_ascii=True)))
     session.flush()
+    write_board(session, recipe, revision["no"])
     return record
 
 
-def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> dict[str, Any]:
+class Stored(BaseModel):
+    """A recipe write's outcome: the record as served, and whether it was already the latest revision."""
+
+    record: dict[str, Any]
+    unchanged: bool = False
+
+
+def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> Stored:
     """Store the record ``given`` as a new recipe or as its next revision, carrying the measured points of the
-    revision it replaces; returns the record as served."""
+    revision it replaces. When that revision has the same content hash, nothing is written and it is returned."""
     recipe = parse_recipe(given, given.get("slug", "record"))
 
-    def body(session: Session) -> dict[str, Any]:
+    def body(session: Session) -> Stored:
         row = _locked_row(session, recipe.slug)
         if row is None:
-            return _add_revision(session, None, given, notes=None)
-        carried = carry_measured(_latest_record(session, row), recipe)
+            return Stored(record=_add_revision(session, None, given, notes=None))
+        latest = _latest_record(session, row)
+        carried = carry_measured(latest, recipe)
         record = given
         if carried.points:  # after the record's own points; a record without perf_points gains the key only then
             record = given | {"perf_points": [*(given.get("perf_points") or []), *carried.points]}
+        if recipe_hash(parse_recipe(record, recipe.slug)) == (latest.get("revision") or {}).get("content_hash"):
+            return Stored(record=latest, unchanged=True)
         own_notes = recipe.revision.notes if recipe.revision else None
         notes = " ".join(n for n in (own_notes, carried.note()) if n) or None
-        return _add_revision(session, row, record, notes=notes)
+        return Stored(record=_add_revision(session, row, record, notes=notes))
 
     return _write(factory, body)
 
 
 def import_record(factory: sessionmaker[Session], given: dict[str, Any]) -> bool:
     """Store the record ``given`` as it is (its revision number and times) unless its slug exists; True when stored."""
-    slug = parse_recipe(given, given.get("slug", "record")).slug
+    return bool(import_records(factory, [given]))
 
-    def body(session: Session) -> bool:
-        if _locked_row(session, slug) is not None:
-            return False
-        _add_revision(session, None, given, notes=None, keep=True)
-        return True
+
+def import_records(factory: sessionmaker[Session], records: list[dict[str, Any]]) -> list[str]:
+    """Store each record as :func:`import_record` does, all in one transaction (one commit for a large
+    import); returns the slugs stored."""
+    slugs = [parse_recipe(given, given.get("slug", "record")).slug for given in records]
+
+    def body(session: Session) -> list[str]:
+        stored = []
+        for slug, given in zip(slugs, records, strict=True):
+            if _locked_row(session, slug) is None:
+                _add_revision(session, None, given, notes=None, keep=True)
+                stored.append(slug)
+        return stored
 
     return _write(factory, body)
 
@@ -235,17 +257,21 @@ def load_catalog(factory: sessionmaker[Session]) -> list[str]:
     return [r["slug"] for r in catalog_records() if import_record(factory, r)]
 
 
-def get_record(session: Session, slug: str, no: int | None = None) -> dict[str, Any] | None:
-    """The served record of ``slug`` (its latest revision, or revision ``no``)."""
+def get_record_text(session: Session, slug: str) -> tuple[int, str, str] | None:
+    """``(revision no, content hash, record as JSON text)`` of the latest revision of ``slug``, to be served
+    without decoding and encoding it again."""
     if not SLUG_RE.fullmatch(slug):
         return None
-    query = select(RevisionRow.record).where(RevisionRow.slug == slug)
-    if no is None:
-        query = query.join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no))
-    else:
-        query = query.where(RevisionRow.no == no)
-    text = session.execute(query).scalar_one_or_none()
-    return json.loads(text) if text is not None else None
+    query = (select(RevisionRow.no, RevisionRow.content_hash, RevisionRow.record).where(RevisionRow.slug == slug)
+             .join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no)))
+    found = session.execute(query).one_or_none()
+    return (found[0], found[1], found[2]) if found is not None else None
+
+
+def get_record(session: Session, slug: str) -> dict[str, Any] | None:
+    """The served record of ``slug``: its latest revision."""
+    found = get_record_text(session, slug)
+    return json.loads(found[2]) if found is not None else None
 
 
 def list_records(session: Session, filters: RecipeFilters, *, limit: int | None, offset: int = 0
@@ -294,13 +320,14 @@ def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, t
     (E_RESULT_REFUSED) lists every reason.
     """
     digest = result.content_hash or ""
+    journal = check_journal(result)
 
     def body(session: Session) -> ResultAccepted:
         row = _locked_row(session, slug) if SLUG_RE.fullmatch(slug) else None
         if row is None:
             raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
         latest = _latest_record(session, row)
-        problems = result_problems(result, parse_recipe(latest, slug))
+        problems = result_problems(result, parse_recipe(latest, slug)) + journal.problems
         if problems:
             raise InputError("E_RESULT_REFUSED", f"the result cannot be published: {len(problems)} problem(s)",
                              details=problems)
@@ -308,13 +335,15 @@ def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, t
                                ).scalar_one_or_none()
         if seen is not None:
             return ResultAccepted(slug=slug, revision=seen.revision_no, points_added=0, content_hash=digest, duplicate=True)
-        measured = [measured_point(p, digest) for p in result.perf_points]
+        measured = [measured_point(p, digest, verified=i in journal.verified, published_by=token_name)
+                    for i, p in enumerate(result.perf_points)]
         record = latest | {"perf_points": [*(latest.get("perf_points") or []), *measured]}
         record = _add_revision(session, row, record, notes=f"measured points from bench result {digest}")
         no = record["revision"]["no"]
         session.add(ResultRow(slug=slug, content_hash=digest, revision_no=no, token_name=token_name,
                               created_at=record["updated_at"],
                               body=json.dumps(result.model_dump(mode="json"), ensure_ascii=True)))
-        return ResultAccepted(slug=slug, revision=no, points_added=len(measured), content_hash=digest)
+        return ResultAccepted(slug=slug, revision=no, points_added=len(measured), content_hash=digest,
+                              verified=len(journal.verified))
 
     return _write(factory, body)

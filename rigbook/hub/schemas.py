@@ -7,7 +7,7 @@ An error answer is :class:`rigbook.errors.ErrorDocument`, the same document the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rigbook.errors import ErrorBody, ErrorDocument
 from rigbook.recipe.schema import Recipe
@@ -26,6 +26,7 @@ class ResultAccepted(BaseModel):
     points_added: int
     content_hash: str
     duplicate: bool = False
+    verified: int = Field(default=0, description="Points recomputed from the result's own requests and found equal.")
 
 
 class RevisionInfo(BaseModel):

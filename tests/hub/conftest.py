@@ -23,9 +23,12 @@ from fastapi.testclient import TestClient
 
 from rigbook.hub.app import create_app
 from rigbook.hub.auth import create_token
+from rigbook.hub.rates import Limits, Rate
 from tests.conftest import free_port
 
 PG_USER_FALLBACK = "rigbook-pg"
+# Limits no test meets unless it sets its own.
+GENEROUS = Limits(writes_per_token=Rate(limit=10**6), auth_failures_per_address=Rate(limit=10**6))
 
 
 def _pg_account() -> tuple[int, int] | None:
@@ -117,11 +120,11 @@ class Hub:
 
 @pytest.fixture
 def make_hub(db_url):
-    """Build hubs on the test's database: ``make_hub(load_builtin=…, max_body=…, rate=…)``."""
+    """Build hubs on the test's database: ``make_hub(load_builtin=…, max_body=…, limits=…)``."""
     made = []
 
     def build(**options) -> Hub:
-        app = create_app(db_url, **({"rate": (1000, 60.0)} | options))
+        app = create_app(db_url, **({"limits": GENEROUS} | options))
         made.append(app)
         return Hub(app, TestClient(app), create_token(app.state.sessions, f"test-{len(made)}"))
 

@@ -27,9 +27,11 @@ def point_conditions(**changes) -> PerfConditions:
 
 
 def make_result(slug: str | None = SMALL_SLUG, *, decode: tuple[float, ...] = (321.46, 900.2539),
-                conditions: PerfConditions | None = None, power: float | None = 700.0, model: str = "smollm2",
+                conditions: PerfConditions | None = None, power: float | None = 700.0,
+                model: str = "smollm2-135m-instruct",
                 gpu_names: tuple[str, ...] = ("NVIDIA H200",)) -> BenchResult:
-    """A hashed bench result with one point per concurrency 1, 4, … (by default one H200, the model sent as an alias)."""
+    """A hashed bench result with one point per concurrency 1, 4, … (by default one H200 and the recipe's
+    model id), without its requests: its points are measured, unverified."""
     cond = conditions or point_conditions()
     points = [PerfPoint(context_len=512, decode_tok_s=v, concurrency=c, ttft_ms=40.0, claimed_by="measured",
                         per_request_decode_tok_s_median=round(v / c, 2), notes=f"burst c={c}", conditions=cond)

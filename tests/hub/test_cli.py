@@ -220,3 +220,51 @@ def test_serve_on_a_taken_port_fails_with_e_port(tmp_path):
         done = subprocess.run([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)], timeout=60,
                               env=os.environ | {"RIGBOOK_HOME": str(tmp_path)}, capture_output=True, text=True)
     assert done.returncode == 2 and "error[E_PORT]" in done.stderr and "rigbook hub on" not in done.stdout
+
+
+def test_token_create_prints_the_token_alone_and_list_and_revoke_work(tmp_path):
+    db = f"sqlite:///{tmp_path / 'hub.sqlite3'}"
+    made = subprocess.run([sys.executable, "-m", "rigbook", "hub", "token", "create", "ci", "--db", db],
+                          capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert made.stdout == token + "\n" and token.startswith("rbk_") and " " not in token  # TOK=$(…) gets it alone
+    assert "shown once" in made.stderr
+    listed = json.loads(rigbook("hub", "token", "list", "--db", db, "--json").stdout)
+    assert [(t["name"], t["revoked_at"]) for t in listed] == [("ci", None)]
+    assert token not in rigbook("hub", "token", "list", "--db", db).stdout
+    revoked = json.loads(rigbook("hub", "token", "revoke", "ci", "--db", db, "--json").stdout)
+    assert revoked["name"] == "ci" and revoked["revoked_at"]
+    missing = rigbook("hub", "token", "revoke", "nobody", "--db", db)
+    assert missing.exit_code == 2 and "error[E_INPUT]" in missing.stderr
+
+
+def test_serve_with_workers_shares_limits_and_revocation_through_the_database(tmp_path, seed_record):
+    port, db = free_port(), f"sqlite:///{tmp_path / 'hub.sqlite3'}"
+    token = json.loads(rigbook("hub", "token", "create", "w", "--db", db, "--json").stdout)["token"]
+    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port), "--db", db,
+                             "--workers", "2", "--auth-limit", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode()
+            try:
+                httpx.get(f"{url}/api/v1/recipes", timeout=2).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "hub serve did not answer in 90 s"
+                time.sleep(0.3)
+        good = {"Authorization": f"Bearer {token}"}
+        # A new connection per request: the two workers take turns, and still count together.
+        assert httpx.post(f"{url}/api/v1/recipes", json=seed_record | {"slug": "w1"}, headers=good).status_code == 201
+        assert rigbook("hub", "token", "revoke", "w", "--db", db).exit_code == 0
+        codes = [httpx.post(f"{url}/api/v1/recipes", json=seed_record | {"slug": "w2"}, headers=good).status_code
+                 for _ in range(5)]
+        assert codes == [401, 401, 401, 429, 429]
+        head = httpx.head(f"{url}/api/v1/leaderboard.json")
+        assert head.status_code == 200 and head.headers["etag"] and head.content == b""
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)

@@ -61,7 +61,7 @@ def test_recipe_page_shows_measured_points_and_chart(served, browser, viewport):
     assert "SmolLM2" in page.locator("h1").inner_text()
     assert page.locator("pre.launch").inner_text().strip()
     assert page.locator("svg.chart rect[fill='#0b7a4b']").count() >= 2  # the two measured points (and the legend)
-    measured_rows = page.locator("table.points tr.measured")
+    measured_rows = page.locator("table.points tr.measured-unverified")
     assert measured_rows.count() == 2
     assert "900.3" in measured_rows.nth(1).inner_text() and "900.2539" not in page.content()
     assert "power_limit_w_per_gpu=700.0" in measured_rows.nth(1).inner_text()
@@ -97,4 +97,26 @@ def test_search_leaderboard_and_escaping(served, browser, viewport):
     assert page.evaluate("window.pwned") is None
     assert "<script>window.pwned=1</script> evil" == page.locator("h1").inner_text()
     assert page.locator("pre.launch b").count() == 0
+    page.close()
+
+
+@pytest.mark.e2e
+def test_pages_satisfy_their_content_security_policy(served, browser):
+    """The CSP the hub sends blocks nothing the pages use: no violation, the stylesheet applies, the chart draws."""
+    page = browser.new_page()
+    page.add_init_script("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+                         "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
+    console = []
+    page.on("console", lambda message: console.append(message.text))
+    for path in ("/", "/?q=h200", f"/r/{SMALL_SLUG}", f"/r/{SEED_SLUG}", "/leaderboard", "/r/evil", "/r/nope"):
+        answer = page.goto(served + path)
+        assert "default-src 'none'" in answer.headers["content-security-policy"], path
+        assert page.evaluate("window.__csp") == [], path
+        # hub.css sets the header's background: the stylesheet loaded under the policy.
+        assert page.evaluate("getComputedStyle(document.querySelector('header.top')).backgroundColor") == (
+            "rgb(29, 43, 58)"), path
+    page.goto(f"{served}/r/{SMALL_SLUG}")
+    box = page.locator("svg.chart").bounding_box()
+    assert box and box["width"] > 100 and box["height"] > 50
+    assert not [m for m in console if "Content Security Policy" in m], console
     page.close()
