@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import resource
@@ -43,7 +42,10 @@ from rigbook.hub.app import create_app
 from rigbook.hub.repository import import_records
 from tests.conftest import free_port
 
-MODELS, SETUPS = 500, (("H200", 1), ("H200", 8), ("RTX PRO 6000 Blackwell", 2), ("RTX PRO 6000 Blackwell", 4))
+MODELS, SETUPS = (
+    500,
+    (("H200", 1), ("H200", 8), ("RTX PRO 6000 Blackwell", 2), ("RTX PRO 6000 Blackwell", 4)),
+)
 LEVELS = (1, 4, 8, 16)
 BATCH = 500
 
@@ -53,19 +55,49 @@ def record(i: int, results: int) -> dict:
     card, count = SETUPS[i % len(SETUPS)]
     model = f"model-{i % MODELS}"
     rng = random.Random(i)
-    claimed = [{"concurrency": c, "decode_tok_s": round(rng.uniform(20, 200) * c ** 0.7, 2), "claimed_by": "author",
-                "context_len": 512} for c in LEVELS]
-    measured = [{"concurrency": c, "decode_tok_s": round(rng.uniform(20, 200) * c ** 0.7, 2), "claimed_by": "measured",
-                 "evidence": "verified-from-journal" if r % 2 else "measured-unverified", "published_by": f"user-{r}",
-                 "conditions": {"gpu_count": count, "card": f"NVIDIA {card}", "engine": "vllm", "quant": "fp8"}}
-                for r in range(results) for c in LEVELS[:2]]
-    return {"slug": f"load-{i:05d}", "title": f"{model} on {count}x {card}, variant {i}",
-            "config": {"launch": ["vllm", "serve", model]},
-            "models": [{"slug": model, "name": model.upper(), "quant": "fp8"}],
-            "hardware": [{"slug": card.lower().replace(" ", "-"), "vendor": "NVIDIA", "card": card,
-                          "device_count": count}],
-            "engine_source": {"type": "pip", "base_engine": "vllm"},
-            "tags": ["load"], "perf_points": claimed + measured}
+    claimed = [
+        {
+            "concurrency": c,
+            "decode_tok_s": round(rng.uniform(20, 200) * c**0.7, 2),
+            "claimed_by": "author",
+            "context_len": 512,
+        }
+        for c in LEVELS
+    ]
+    measured = [
+        {
+            "concurrency": c,
+            "decode_tok_s": round(rng.uniform(20, 200) * c**0.7, 2),
+            "claimed_by": "measured",
+            "evidence": "verified-from-journal" if r % 2 else "measured-unverified",
+            "published_by": f"user-{r}",
+            "conditions": {
+                "gpu_count": count,
+                "card": f"NVIDIA {card}",
+                "engine": "vllm",
+                "quant": "fp8",
+            },
+        }
+        for r in range(results)
+        for c in LEVELS[:2]
+    ]
+    return {
+        "slug": f"load-{i:05d}",
+        "title": f"{model} on {count}x {card}, variant {i}",
+        "config": {"launch": ["vllm", "serve", model]},
+        "models": [{"slug": model, "name": model.upper(), "quant": "fp8"}],
+        "hardware": [
+            {
+                "slug": card.lower().replace(" ", "-"),
+                "vendor": "NVIDIA",
+                "card": card,
+                "device_count": count,
+            }
+        ],
+        "engine_source": {"type": "pip", "base_engine": "vllm"},
+        "tags": ["load"],
+        "perf_points": claimed + measured,
+    }
 
 
 def seed(db: str, recipes: int, results: int) -> float:
@@ -76,7 +108,11 @@ def seed(db: str, recipes: int, results: int) -> float:
     for first in range(0, recipes, BATCH):
         batch = range(first, min(first + BATCH, recipes))
         import_records(app.state.sessions, [record(i, per[i]) for i in batch])
-        print(f"  seeded {batch[-1] + 1} recipes ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+        print(
+            f"  seeded {batch[-1] + 1} recipes ({time.monotonic() - start:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     app.state.engine.dispose()
     return time.monotonic() - start
 
@@ -90,15 +126,41 @@ def start_postgres(root: Path) -> tuple[str, callable]:
         os.chown(root, *account)
     as_user = {"user": account[0], "group": account[1]} if account else {}
     data, port = root / "data", free_port()
-    subprocess.run([_pg_bin("initdb"), "-D", str(data), "-U", "rigbook", "-A", "trust", "-E", "UTF8",
-                    "--no-locale", "--no-sync"], check=True, capture_output=True, cwd=root, **as_user)
+    subprocess.run(
+        [
+            _pg_bin("initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "rigbook",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=root,
+        **as_user,
+    )
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200"
-    subprocess.run([_pg_bin("pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "start"],
-                   check=True, capture_output=True, cwd=root, **as_user)
+    subprocess.run(
+        [_pg_bin("pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "start"],
+        check=True,
+        capture_output=True,
+        cwd=root,
+        **as_user,
+    )
 
     def stop() -> None:
-        subprocess.run([_pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True, cwd=root,
-                       **as_user)
+        subprocess.run(
+            [_pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+            capture_output=True,
+            cwd=root,
+            **as_user,
+        )
 
     return f"postgresql+psycopg://rigbook@127.0.0.1:{port}/postgres", stop
 
@@ -118,13 +180,20 @@ def targets(recipes: int) -> list[Target]:
 
     def board() -> str:
         model = f"model-{rng.randrange(MODELS)}"
-        return rng.choice(["/api/v1/leaderboard.json", f"/api/v1/leaderboard.json?model={model}",
-                           f"/api/v1/leaderboard.json?offset={rng.randrange(0, 5000)}&limit=50",
-                           f"/api/v1/leaderboard.json?model={model}&evidence=measured"])
+        return rng.choice(
+            [
+                "/api/v1/leaderboard.json",
+                f"/api/v1/leaderboard.json?model={model}",
+                f"/api/v1/leaderboard.json?offset={rng.randrange(0, 5000)}&limit=50",
+                f"/api/v1/leaderboard.json?model={model}&evidence=measured",
+            ]
+        )
 
-    return [Target("recipe JSON", lambda: f"/api/v1/recipes/{slug()}.json"),
-            Target("recipe page", lambda: f"/r/{slug()}"),
-            Target("leaderboard JSON", board)]
+    return [
+        Target("recipe JSON", lambda: f"/api/v1/recipes/{slug()}.json"),
+        Target("recipe page", lambda: f"/r/{slug()}"),
+        Target("leaderboard JSON", board),
+    ]
 
 
 async def fetch(host: str, port: int, pool: list, path: str) -> int:
@@ -136,8 +205,14 @@ async def fetch(host: str, port: int, pool: list, path: str) -> int:
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
     await reader.readexactly(length)
     pool.append((reader, writer))
     return status
@@ -173,17 +248,40 @@ async def open_loop(url: str, target: Target, rate: float, seconds: float) -> di
     def pct(q: float) -> float:
         return 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]
 
-    return {"target": target.name, "rate": rate, "sent": total, "errors": errors,
-            "achieved_rps": total / wall, "p50_ms": pct(0.50), "p99_ms": pct(0.99), "max_ms": 1000 * latencies[-1],
-            "client_cpu": (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / wall,
-            "load": os.getloadavg()[0]}
+    return {
+        "target": target.name,
+        "rate": rate,
+        "sent": total,
+        "errors": errors,
+        "achieved_rps": total / wall,
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+        "max_ms": 1000 * latencies[-1],
+        "client_cpu": (cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime) / wall,
+        "load": os.getloadavg()[0],
+    }
 
 
 def serve(db: str, workers: int) -> tuple[str, subprocess.Popen]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "hub", "serve", "--db", db, "--port", str(port),
-                             "--workers", str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "hub",
+            "serve",
+            "--db",
+            db,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -201,9 +299,13 @@ def main() -> None:
     ap.add_argument("--recipes", type=int, default=10_000)
     ap.add_argument("--results", type=int, default=50_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--rate", type=float, action="append", help="requests/s (repeatable; default 200 and 500)")
+    ap.add_argument(
+        "--rate", type=float, action="append", help="requests/s (repeatable; default 200 and 500)"
+    )
     ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--fuzz", type=int, default=0, help="schemathesis examples per operation after the load")
+    ap.add_argument(
+        "--fuzz", type=int, default=0, help="schemathesis examples per operation after the load"
+    )
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="rigbook-hub-load-"))
     stop_pg = None
@@ -212,27 +314,40 @@ def main() -> None:
             db = f"sqlite:///{root / 'hub.sqlite3'}"
         else:
             db, stop_pg = start_postgres(root)
-        print(f"seeding {args.recipes} recipes, {args.results} results on {args.db} ...", file=sys.stderr)
+        print(
+            f"seeding {args.recipes} recipes, {args.results} results on {args.db} ...",
+            file=sys.stderr,
+        )
         took = seed(db, args.recipes, args.results)
         print(f"seeded in {took:.0f} s; load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
         url, proc = serve(db, args.workers)
         try:
-            print(f"\n{args.db}, {args.workers} workers, {args.recipes} recipes, {args.results} results, "
-                  f"{args.seconds:g} s per row\n")
-            print("| target | rate/s | sent | errors | achieved/s | p50 ms | p99 ms | max ms | client CPU | load |")
+            print(
+                f"\n{args.db}, {args.workers} workers, {args.recipes} recipes, {args.results} results, "
+                f"{args.seconds:g} s per row\n"
+            )
+            print(
+                "| target | rate/s | sent | errors | achieved/s | p50 ms | p99 ms | max ms | client CPU | load |"
+            )
             print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for target in targets(args.recipes):
                 for rate in args.rate or [200.0, 500.0]:
                     r = asyncio.run(open_loop(url, target, rate, args.seconds))
-                    print(f"| {r['target']} | {r['rate']:g} | {r['sent']} | {r['errors']} | {r['achieved_rps']:.0f} "
-                          f"| {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.0f} | {r['client_cpu']:.0%} "
-                          f"| {r['load']:.2f} |", flush=True)
+                    print(
+                        f"| {r['target']} | {r['rate']:g} | {r['sent']} | {r['errors']} | {r['achieved_rps']:.0f} "
+                        f"| {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.0f} | {r['client_cpu']:.0%} "
+                        f"| {r['load']:.2f} |",
+                        flush=True,
+                    )
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
         if args.fuzz:
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "tests/hub/test_fuzz.py"], check=False,
-                           env=os.environ | {"RIGBOOK_FUZZ_EXAMPLES": str(args.fuzz)})
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "tests/hub/test_fuzz.py"],
+                check=False,
+                env=os.environ | {"RIGBOOK_FUZZ_EXAMPLES": str(args.fuzz)},
+            )
     finally:
         if stop_pg:
             stop_pg()

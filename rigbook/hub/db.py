@@ -55,7 +55,9 @@ def make_engine(db_url: str | None = None) -> Engine:
     try:
         url = make_url(url_text)
         if url.get_backend_name() == "sqlite":
-            engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False})
+            engine = create_engine(
+                url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+            )
             _sqlite_pragmas(engine)
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)

@@ -25,7 +25,13 @@ from rigbook.bench.result import BenchResult, Cell
 from rigbook.recipe.schema import PerfPoint
 
 REL_TOL = 1e-9
-POINT_FIELDS = ("decode_tok_s", "prefill_tok_s", "ttft_ms", "per_request_decode_tok_s_median", "context_len")
+POINT_FIELDS = (
+    "decode_tok_s",
+    "prefill_tok_s",
+    "ttft_ms",
+    "per_request_decode_tok_s_median",
+    "context_len",
+)
 
 
 class JournalCheck(BaseModel):
@@ -38,10 +44,17 @@ class JournalCheck(BaseModel):
 def _differences(claimed: Any, rebuilt: Any, where: str) -> list[str]:
     """Every leaf where two JSON values differ (numbers within a relative 1e-9)."""
     if isinstance(claimed, dict) and isinstance(rebuilt, dict):
-        return [line for key in sorted(set(claimed) | set(rebuilt))
-                for line in _differences(claimed.get(key), rebuilt.get(key), f"{where}.{key}")]
+        return [
+            line
+            for key in sorted(set(claimed) | set(rebuilt))
+            for line in _differences(claimed.get(key), rebuilt.get(key), f"{where}.{key}")
+        ]
     numbers = (int, float)
-    if isinstance(claimed, numbers) and isinstance(rebuilt, numbers) and not isinstance(claimed, bool):
+    if (
+        isinstance(claimed, numbers)
+        and isinstance(rebuilt, numbers)
+        and not isinstance(claimed, bool)
+    ):
         if math.isclose(claimed, rebuilt, rel_tol=REL_TOL, abs_tol=1e-12):
             return []
     elif claimed == rebuilt:
@@ -51,16 +64,31 @@ def _differences(claimed: Any, rebuilt: Any, where: str) -> list[str]:
 
 def rebuild_cell(cell: Cell) -> Cell:
     """``cell`` computed afresh from its request records, with the bench's metric code."""
-    window = (0.0, cell.metrics.window_s) if cell.mode == "sustained" and cell.metrics.window_s else None
+    window = (
+        (0.0, cell.metrics.window_s) if cell.mode == "sustained" and cell.metrics.window_s else None
+    )
     telemetry = cell.telemetry.model_copy(update={"energy_j_per_token": None, "tok_s_per_w": None})
-    return build_cell(index=cell.index, mode=cell.mode, concurrency=cell.concurrency, records=cell.requests,
-                      requests_planned=cell.requests_planned, duration_s=cell.duration_s, window=window,
-                      telemetry=telemetry, client=cell.client, cut_short=cell.cut_short)
+    return build_cell(
+        index=cell.index,
+        mode=cell.mode,
+        concurrency=cell.concurrency,
+        records=cell.requests,
+        requests_planned=cell.requests_planned,
+        duration_s=cell.duration_s,
+        window=window,
+        telemetry=telemetry,
+        client=cell.client,
+        cut_short=cell.cut_short,
+    )
 
 
 def _cell_of(result: BenchResult, point: PerfPoint) -> Cell | None:
     """The valid cell a perf point restates: same concurrency, and the mode its notes name when several."""
-    found = [c for c in result.cells if c.valid and not c.client_bound and c.concurrency == point.concurrency]
+    found = [
+        c
+        for c in result.cells
+        if c.valid and not c.client_bound and c.concurrency == point.concurrency
+    ]
     if len(found) > 1:
         found = [c for c in found if (point.notes or "").startswith(f"rigbook {c.mode}")]
     return found[0] if len(found) == 1 else None
@@ -74,19 +102,27 @@ def check_journal(result: BenchResult) -> JournalCheck:
             continue
         rebuilt = rebuild_cell(cell)
         where = f"cells.{i}"
-        problems += _differences(cell.metrics.model_dump(mode="json"), rebuilt.metrics.model_dump(mode="json"),
-                                 f"{where}.metrics")
-        problems += _differences({"valid": cell.valid, "energy_j_per_token": cell.telemetry.energy_j_per_token},
-                                 {"valid": rebuilt.valid, "energy_j_per_token": rebuilt.telemetry.energy_j_per_token},
-                                 where)
+        problems += _differences(
+            cell.metrics.model_dump(mode="json"),
+            rebuilt.metrics.model_dump(mode="json"),
+            f"{where}.metrics",
+        )
+        problems += _differences(
+            {"valid": cell.valid, "energy_j_per_token": cell.telemetry.energy_j_per_token},
+            {"valid": rebuilt.valid, "energy_j_per_token": rebuilt.telemetry.energy_j_per_token},
+            where,
+        )
     verified = []
     for i, point in enumerate(result.perf_points):
         cell = _cell_of(result, point)
         if cell is None or not cell.requests:
             continue
         rebuilt = perf_point(rebuild_cell(cell), result.conditions, {})
-        found = _differences({f: getattr(point, f) for f in POINT_FIELDS},
-                             {f: getattr(rebuilt, f) for f in POINT_FIELDS}, f"perf_points.{i}")
+        found = _differences(
+            {f: getattr(point, f) for f in POINT_FIELDS},
+            {f: getattr(rebuilt, f) for f in POINT_FIELDS},
+            f"perf_points.{i}",
+        )
         problems += found
         if not found:
             verified.append(i)

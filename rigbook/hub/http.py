@@ -13,16 +13,24 @@ from __future__ import annotations
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-PAGE_CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
-            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-DOCS_CSP = ("default-src 'none'; script-src https://cdn.jsdelivr.net 'unsafe-inline'; "
-            "style-src https://cdn.jsdelivr.net 'unsafe-inline'; img-src 'self' data: https://fastapi.tiangolo.com "
-            "https://cdn.redoc.ly; font-src https://fonts.gstatic.com; connect-src 'self'; worker-src blob:; "
-            "frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+DOCS_CSP = (
+    "default-src 'none'; script-src https://cdn.jsdelivr.net 'unsafe-inline'; "
+    "style-src https://cdn.jsdelivr.net 'unsafe-inline'; img-src 'self' data: https://fastapi.tiangolo.com "
+    "https://cdn.redoc.ly; font-src https://fonts.gstatic.com; connect-src 'self'; worker-src blob:; "
+    "frame-ancestors 'none'"
+)
 DOCS_PATHS = ("/docs", "/redoc")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-SECURITY_HEADERS = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"), (b"cross-origin-opener-policy", b"same-origin")]
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
 
 
 class SecurityHeaders:
@@ -39,8 +47,16 @@ class SecurityHeaders:
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = [h for h in message.get("headers", []) if h[0].lower() != b"content-security-policy"]
-                message["headers"] = [*headers, (b"content-security-policy", csp), *SECURITY_HEADERS]
+                headers = [
+                    h
+                    for h in message.get("headers", [])
+                    if h[0].lower() != b"content-security-policy"
+                ]
+                message["headers"] = [
+                    *headers,
+                    (b"content-security-policy", csp),
+                    *SECURITY_HEADERS,
+                ]
             await send(message)
 
         await self.app(scope, receive, with_headers)
@@ -59,7 +75,11 @@ class HeadAsGet:
 
         async def headers_only(message: Message) -> None:
             if message["type"] == "http.response.body":
-                message = {"type": "http.response.body", "body": b"", "more_body": message.get("more_body", False)}
+                message = {
+                    "type": "http.response.body",
+                    "body": b"",
+                    "more_body": message.get("more_body", False),
+                }
             await send(message)
 
         await self.app(dict(scope, method="GET"), receive, headers_only)

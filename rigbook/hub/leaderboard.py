@@ -49,7 +49,9 @@ class BoardPoint(BaseModel):
     """One number of a recipe, before it is stored and ranked."""
 
     metric: str
-    scope: str = Field(default="", description="The fixed terms the number holds under; '' when none.")
+    scope: str = Field(
+        default="", description="The fixed terms the number holds under; '' when none."
+    )
     concurrency: int = 0
     value: float
     evidence: Evidence
@@ -75,8 +77,10 @@ class BoardItem(BaseModel):
     scope: str
     concurrency: int
     value: float
-    rank: int = Field(description="1 is best among numbers of the same metric, scope, model, hardware, "
-                                  "concurrency and kind (measured or claimed).")
+    rank: int = Field(
+        description="1 is best among numbers of the same metric, scope, model, hardware, "
+        "concurrency and kind (measured or claimed)."
+    )
     evidence: Evidence
     published_by: str | None
     claimed_by: str | None
@@ -125,7 +129,11 @@ def effective_conditions(recipe: Recipe, point: PerfPoint) -> dict[str, Any]:
     A measured point has exactly what its result recorded: filling a gap from the recipe would show the recipe's
     card or power limit for a run that never had them. A claim has the recipe's, overridden by the point's own.
     """
-    own = point.conditions.model_dump(mode="json", exclude_none=True) if point.conditions is not None else {}
+    own = (
+        point.conditions.model_dump(mode="json", exclude_none=True)
+        if point.conditions is not None
+        else {}
+    )
     if is_measured(point):
         return own
     ext = recipe.ext
@@ -168,10 +176,19 @@ def decode_points(recipe: Recipe) -> list[BoardPoint]:
         value, c = point.decode_tok_s, point.concurrency
         if value is None or c is None or not math.isfinite(value) or value <= 0:
             continue
-        found.append(BoardPoint(metric="decode_tok_s", concurrency=c, value=value, evidence=evidence_of(point),
-                                published_by=published_by(point), claimed_by=point.claimed_by, notes=point.notes,
-                                per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
-                                conditions=effective_conditions(recipe, point)))
+        found.append(
+            BoardPoint(
+                metric="decode_tok_s",
+                concurrency=c,
+                value=value,
+                evidence=evidence_of(point),
+                published_by=published_by(point),
+                claimed_by=point.claimed_by,
+                notes=point.notes,
+                per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
+                conditions=effective_conditions(recipe, point),
+            )
+        )
     return found
 
 
@@ -193,25 +210,44 @@ register(Metric(name="decode_tok_s", label="decode tok/s (aggregate)", unit="tok
 
 
 def _partition(row: BoardRow) -> tuple:
-    return row.metric, row.scope, row.model, row.card, row.device_count, row.concurrency, row.measured
+    return (
+        row.metric,
+        row.scope,
+        row.model,
+        row.card,
+        row.device_count,
+        row.concurrency,
+        row.measured,
+    )
 
 
 def _rerank(session: Session, key: tuple) -> None:
     """Number one partition 1, 2, … best first (ties: by recipe, then by row), in one statement."""
     metric, scope, model, card, device_count, concurrency, measured = key
     order = "DESC" if (METRICS[metric].higher_is_better if metric in METRICS else True) else "ASC"
-    session.execute(text(
-        f"UPDATE board SET rank = ranked.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY value {order}, slug, id) "
-        "AS n FROM board WHERE metric = :metric AND scope = :scope AND model = :model AND card = :card "
-        "AND device_count = :device_count AND concurrency = :concurrency AND measured = :measured) AS ranked "
-        "WHERE board.id = ranked.id AND board.rank <> ranked.n"),
-        {"metric": metric, "scope": scope, "model": model, "card": card, "device_count": device_count,
-         "concurrency": concurrency, "measured": measured})
+    session.execute(
+        text(
+            f"UPDATE board SET rank = ranked.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY value {order}, slug, id) "
+            "AS n FROM board WHERE metric = :metric AND scope = :scope AND model = :model AND card = :card "
+            "AND device_count = :device_count AND concurrency = :concurrency AND measured = :measured) AS ranked "
+            "WHERE board.id = ranked.id AND board.rank <> ranked.n"
+        ),
+        {
+            "metric": metric,
+            "scope": scope,
+            "model": model,
+            "card": card,
+            "device_count": device_count,
+            "concurrency": concurrency,
+            "measured": measured,
+        },
+    )
 
 
 def _bump_version(session: Session) -> None:
-    changed = session.execute(update(StateRow).where(StateRow.key == VERSION_KEY)
-                              .values(value=StateRow.value + 1)).rowcount
+    changed = session.execute(
+        update(StateRow).where(StateRow.key == VERSION_KEY).values(value=StateRow.value + 1)
+    ).rowcount
     if not changed:
         session.add(StateRow(key=VERSION_KEY, value=1))
         session.flush()
@@ -226,15 +262,31 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
     label, card, count = hardware_label(recipe)
     for finder in FINDERS.values():
         for p in finder(recipe):
-            entry = {"title": recipe.title, "model_name": model.name if model else recipe.title, "hardware": label,
-                     "claimed_by": p.claimed_by, "notes": p.notes,
-                     "per_request_decode_tok_s_median": p.per_request_decode_tok_s_median,
-                     "conditions": p.conditions}
-            row = BoardRow(slug=recipe.slug, revision_no=revision_no, metric=p.metric, scope=p.scope,
-                           model=model.slug if model else recipe.slug, card=card, device_count=count,
-                           concurrency=p.concurrency, measured=p.evidence != CLAIMED, evidence=p.evidence,
-                           published_by=p.published_by, value=p.value, rank=0,
-                           entry=json.dumps(entry, ensure_ascii=True))
+            entry = {
+                "title": recipe.title,
+                "model_name": model.name if model else recipe.title,
+                "hardware": label,
+                "claimed_by": p.claimed_by,
+                "notes": p.notes,
+                "per_request_decode_tok_s_median": p.per_request_decode_tok_s_median,
+                "conditions": p.conditions,
+            }
+            row = BoardRow(
+                slug=recipe.slug,
+                revision_no=revision_no,
+                metric=p.metric,
+                scope=p.scope,
+                model=model.slug if model else recipe.slug,
+                card=card,
+                device_count=count,
+                concurrency=p.concurrency,
+                measured=p.evidence != CLAIMED,
+                evidence=p.evidence,
+                published_by=p.published_by,
+                value=p.value,
+                rank=0,
+                entry=json.dumps(entry, ensure_ascii=True),
+            )
             session.add(row)
             touched.add(_partition(row))
     session.flush()
@@ -245,10 +297,17 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
 
 def board_version(session: Session) -> int:
     """The board's version: changes with every write, the same for every worker on this database."""
-    return session.execute(select(StateRow.value).where(StateRow.key == VERSION_KEY)).scalar_one_or_none() or 0
+    return (
+        session.execute(
+            select(StateRow.value).where(StateRow.key == VERSION_KEY)
+        ).scalar_one_or_none()
+        or 0
+    )
 
 
-def board_page(session: Session, filters: BoardFilters, *, limit: int, offset: int) -> tuple[int, list[BoardItem]]:
+def board_page(
+    session: Session, filters: BoardFilters, *, limit: int, offset: int
+) -> tuple[int, list[BoardItem]]:
     """``(total matching, one page)``, grouped by model, hardware, scope and concurrency, measured first,
     then by rank."""
     query = select(BoardRow).where(BoardRow.metric == filters.metric)
@@ -257,7 +316,9 @@ def board_page(session: Session, filters: BoardFilters, *, limit: int, offset: i
     if filters.model:
         query = query.where(BoardRow.model == filters.model)
     if filters.card:
-        query = query.where(func.lower(BoardRow.card).contains(filters.card.lower(), autoescape=True))
+        query = query.where(
+            func.lower(BoardRow.card).contains(filters.card.lower(), autoescape=True)
+        )
     if filters.device_count is not None:
         query = query.where(BoardRow.device_count == filters.device_count)
     if filters.concurrency is not None:
@@ -269,21 +330,49 @@ def board_page(session: Session, filters: BoardFilters, *, limit: int, offset: i
     if filters.recipe:
         query = query.where(BoardRow.slug == filters.recipe)
     total = session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
-    rows = session.execute(query.order_by(BoardRow.model, BoardRow.card, BoardRow.device_count, BoardRow.scope,
-                                          BoardRow.concurrency, BoardRow.measured.desc(), BoardRow.rank)
-                           .offset(offset).limit(limit)).scalars().all()
+    rows = (
+        session.execute(
+            query.order_by(
+                BoardRow.model,
+                BoardRow.card,
+                BoardRow.device_count,
+                BoardRow.scope,
+                BoardRow.concurrency,
+                BoardRow.measured.desc(),
+                BoardRow.rank,
+            )
+            .offset(offset)
+            .limit(limit)
+        )
+        .scalars()
+        .all()
+    )
     return total, [_item(r) for r in rows]
 
 
 def _item(row: BoardRow) -> BoardItem:
     entry = json.loads(row.entry)
-    return BoardItem(recipe=row.slug, revision=row.revision_no, title=entry["title"], model=row.model,
-                     model_name=entry["model_name"], hardware=entry["hardware"], card=row.card,
-                     device_count=row.device_count, metric=row.metric, scope=row.scope,
-                     concurrency=row.concurrency, value=row.value, rank=row.rank, evidence=row.evidence,
-                     published_by=row.published_by, claimed_by=entry["claimed_by"], notes=entry["notes"],
-                     per_request_decode_tok_s_median=entry["per_request_decode_tok_s_median"],
-                     conditions=entry["conditions"])
+    return BoardItem(
+        recipe=row.slug,
+        revision=row.revision_no,
+        title=entry["title"],
+        model=row.model,
+        model_name=entry["model_name"],
+        hardware=entry["hardware"],
+        card=row.card,
+        device_count=row.device_count,
+        metric=row.metric,
+        scope=row.scope,
+        concurrency=row.concurrency,
+        value=row.value,
+        rank=row.rank,
+        evidence=row.evidence,
+        published_by=row.published_by,
+        claimed_by=entry["claimed_by"],
+        notes=entry["notes"],
+        per_request_decode_tok_s_median=entry["per_request_decode_tok_s_median"],
+        conditions=entry["conditions"],
+    )
 
 
 def rebuild_board(session: Session, recipes: list[tuple[Recipe, int]]) -> None:

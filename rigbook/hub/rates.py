@@ -53,8 +53,13 @@ def hit(factory: sessionmaker[Session], key: str, rate: Rate) -> float | None:
         statement = insert(RateRow).values(key=key, window=window, count=1)
         statement = statement.on_conflict_do_update(
             index_elements=[RateRow.key],
-            set_={"count": case((RateRow.window == statement.excluded.window, RateRow.count + 1), else_=1),
-                  "window": statement.excluded.window}).returning(RateRow.count)
+            set_={
+                "count": case(
+                    (RateRow.window == statement.excluded.window, RateRow.count + 1), else_=1
+                ),
+                "window": statement.excluded.window,
+            },
+        ).returning(RateRow.count)
         count = session.execute(statement).scalar_one()
     return None if count <= rate.limit else max(window + rate.window_s - now, 0.001)
 
@@ -66,6 +71,7 @@ def blocked(factory: sessionmaker[Session], key: str, rate: Rate) -> float | Non
     now = time.time()
     window = int(now // rate.window_s * rate.window_s)
     with factory() as session:
-        count = session.execute(select(RateRow.count).where(RateRow.key == key, RateRow.window == window)
-                                ).scalar_one_or_none()
+        count = session.execute(
+            select(RateRow.count).where(RateRow.key == key, RateRow.window == window)
+        ).scalar_one_or_none()
     return None if (count or 0) < rate.limit else max(window + rate.window_s - now, 0.001)

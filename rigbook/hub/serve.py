@@ -34,13 +34,18 @@ def check_port(host: str, port: int) -> None:
     try:
         exc = bind_error(host, port)
     except socket.gaierror as bad:
-        raise InputError("E_INPUT", f"--host {host!r} is not an address of this machine: {bad.strerror}") from None
+        raise InputError(
+            "E_INPUT", f"--host {host!r} is not an address of this machine: {bad.strerror}"
+        ) from None
     if exc is None:
         return
     if exc.errno == errno.EADDRINUSE:
-        raise EnvironmentProblem("E_PORT", f"port {port} on {host} is already in use",
-                                 "Stop what listens there (another `rigbook hub serve`?) or pick "
-                                 "another port with `--port`.")
+        raise EnvironmentProblem(
+            "E_PORT",
+            f"port {port} on {host} is already in use",
+            "Stop what listens there (another `rigbook hub serve`?) or pick "
+            "another port with `--port`.",
+        )
     raise InputError("E_INPUT", f"cannot listen on {host}:{port}: {exc.strerror}")
 
 
@@ -55,19 +60,40 @@ class ServeSettings(BaseModel):
 def worker_app() -> FastAPI:
     """The app of one worker process: settings from RIGBOOK_HUB_SETTINGS; migration and catalog already done."""
     settings = ServeSettings.model_validate_json(os.environ.get(SETTINGS_ENV, "{}"))
-    return create_app(settings.db, migrate=False, max_body=settings.max_body, limits=settings.limits)
+    return create_app(
+        settings.db, migrate=False, max_body=settings.max_body, limits=settings.limits
+    )
 
 
-def serve(settings: ServeSettings, *, host: str, port: int, workers: int, forwarded_allow_ips: str | None,
-          announce: Callable[[], None]) -> None:
+def serve(
+    settings: ServeSettings,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    forwarded_allow_ips: str | None,
+    announce: Callable[[], None],
+) -> None:
     """Migrate and load the catalog once, ``announce``, then run ``workers`` uvicorn worker processes
     (uvloop, httptools)."""
     import uvicorn
 
     check_port(host, port)
-    create_app(settings.db, max_body=settings.max_body, limits=settings.limits).state.engine.dispose()
+    create_app(
+        settings.db, max_body=settings.max_body, limits=settings.limits
+    ).state.engine.dispose()
     announce()
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
-    uvicorn.run("rigbook.hub.serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                loop="uvloop", http="httptools", log_level="warning", access_log=False,
-                forwarded_allow_ips=forwarded_allow_ips, proxy_headers=forwarded_allow_ips is not None)
+    uvicorn.run(
+        "rigbook.hub.serve:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+        forwarded_allow_ips=forwarded_allow_ips,
+        proxy_headers=forwarded_allow_ips is not None,
+    )

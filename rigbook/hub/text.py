@@ -16,11 +16,41 @@ import unicodedata
 from typing import Any
 
 IDENTIFIER_RE = re.compile(r"[\x20-\x7e]*")
-FREE_TEXT_KEYS = {"title", "summary", "notes", "description", "text", "install_note", "metrics", "message"}
+FREE_TEXT_KEYS = {
+    "title",
+    "summary",
+    "notes",
+    "description",
+    "text",
+    "install_note",
+    "metrics",
+    "message",
+}
 # Keys whose values are identifiers or enum words, wherever they appear in a record or a result.
-IDENTIFIER_KEYS = {"claimed_by", "engine", "quant", "card", "card_family", "vendor", "model", "model_id", "slug",
-                   "tier", "tags", "kv_cache_dtype", "speculative_method", "token_count_source", "bench_tool",
-                   "workload", "base_engine", "type", "kind", "mode", "hf_repo", "recipe_slug"}
+IDENTIFIER_KEYS = {
+    "claimed_by",
+    "engine",
+    "quant",
+    "card",
+    "card_family",
+    "vendor",
+    "model",
+    "model_id",
+    "slug",
+    "tier",
+    "tags",
+    "kv_cache_dtype",
+    "speculative_method",
+    "token_count_source",
+    "bench_tool",
+    "workload",
+    "base_engine",
+    "type",
+    "kind",
+    "mode",
+    "hf_repo",
+    "recipe_slug",
+}
 ALLOWED_IN_FREE_TEXT = {"\n", "\t", "\r"}
 
 
@@ -36,15 +66,21 @@ def _char_problem(text: str, free: bool) -> str | None:
 def text_problems(value: Any, where: str = "", *, key: str = "") -> list[str]:
     """One line per string in ``value`` (a JSON value) that breaks the rules above."""
     if isinstance(value, dict):
-        return [line for k, v in value.items()
-                for line in text_problems(v, f"{where}.{k}" if where else str(k), key=str(k))]
+        return [
+            line
+            for k, v in value.items()
+            for line in text_problems(v, f"{where}.{k}" if where else str(k), key=str(k))
+        ]
     if isinstance(value, list):
-        return [line for i, v in enumerate(value) for line in text_problems(v, f"{where}.{i}", key=key)]
+        return [
+            line for i, v in enumerate(value) for line in text_problems(v, f"{where}.{i}", key=key)
+        ]
     if not isinstance(value, str):
         return []
     problem = _char_problem(value, key in FREE_TEXT_KEYS)
     if problem is None and key in IDENTIFIER_KEYS and not IDENTIFIER_RE.fullmatch(value):
         nfkc = unicodedata.normalize("NFKC", value) != value
-        problem = ("must be printable ASCII (an identifier: look-alike letters are refused"
-                   + ("; it is not NFKC-normalised either)" if nfkc else ")"))
+        problem = "must be printable ASCII (an identifier: look-alike letters are refused" + (
+            "; it is not NFKC-normalised either)" if nfkc else ")"
+        )
     return [f"{where or '(value)'}: {problem}; got {ascii(value)[:80]}"] if problem else []

@@ -13,8 +13,14 @@ from sqlalchemy import text
 import rigbook.hub.db
 from tests.hub.helpers import SMALL_SLUG, live_hub
 
-READS = ("/api/v1/recipes", f"/api/v1/recipes/{SMALL_SLUG}.json", "/api/v1/leaderboard.json", f"/r/{SMALL_SLUG}",
-         "/leaderboard", "/")
+READS = (
+    "/api/v1/recipes",
+    f"/api/v1/recipes/{SMALL_SLUG}.json",
+    "/api/v1/leaderboard.json",
+    f"/r/{SMALL_SLUG}",
+    "/leaderboard",
+    "/",
+)
 
 
 def sqlite_path(url: str) -> str:
@@ -40,7 +46,9 @@ def test_reads_answer_while_an_outside_writer_holds_the_lock(hub, db_url):
     assert {a.status_code for a in answers} == {200}
 
 
-def test_a_write_that_cannot_get_the_lock_is_E_DB_in_the_error_shape(make_hub, db_url, seed_record, monkeypatch):
+def test_a_write_that_cannot_get_the_lock_is_E_DB_in_the_error_shape(
+    make_hub, db_url, seed_record, monkeypatch
+):
     if not db_url.startswith("sqlite"):
         pytest.skip("PostgreSQL writers wait on row locks, not on a database-wide lock")
     monkeypatch.setattr(rigbook.hub.db, "SQLITE_BUSY_TIMEOUT_S", 0.2)
@@ -48,7 +56,9 @@ def test_a_write_that_cannot_get_the_lock_is_E_DB_in_the_error_shape(make_hub, d
     outside = sqlite3.connect(sqlite_path(db_url), isolation_level=None)
     outside.execute("BEGIN IMMEDIATE")
     try:
-        answer = hub.client.post("/api/v1/recipes", json=seed_record | {"title": "blocked"}, headers=hub.auth)
+        answer = hub.client.post(
+            "/api/v1/recipes", json=seed_record | {"title": "blocked"}, headers=hub.auth
+        )
         read = hub.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json")
     finally:
         outside.rollback()
@@ -74,9 +84,14 @@ def test_a_database_that_went_away_is_E_DB(make_hub, db_url):
 def test_writes_stay_serialised_and_reads_flow_under_concurrent_writes(hub, seed_record):
     stop = threading.Event()
     with live_hub(hub.app) as url:
+
         def write(i: int) -> int:
-            return httpx.post(f"{url}/api/v1/recipes", json=seed_record | {"title": f"v{i}"}, headers=hub.auth,
-                              timeout=30).status_code
+            return httpx.post(
+                f"{url}/api/v1/recipes",
+                json=seed_record | {"title": f"v{i}"},
+                headers=hub.auth,
+                timeout=30,
+            ).status_code
 
         def read(_: int) -> int:
             return httpx.get(f"{url}/api/v1/recipes/{SMALL_SLUG}.json", timeout=30).status_code
@@ -86,5 +101,10 @@ def test_writes_stay_serialised_and_reads_flow_under_concurrent_writes(hub, seed
             reads = pool.map(read, range(60))
             assert set(writes) == {201} and set(reads) == {200}
         stop.set()
-        numbers = [r["no"] for r in httpx.get(f"{url}/api/v1/recipes/{seed_record['slug']}/revisions").json()["revisions"]]
+        numbers = [
+            r["no"]
+            for r in httpx.get(f"{url}/api/v1/recipes/{seed_record['slug']}/revisions").json()[
+                "revisions"
+            ]
+        ]
     assert numbers == list(range(2, 13))

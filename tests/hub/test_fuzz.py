@@ -51,10 +51,16 @@ def fuzz(app, token: str, examples: int) -> None:
             # A schema-valid recipe or result can still be refused (422) for what the schema cannot say: a
             # measured point in a recipe, a control character, a result that does not fit its recipe.
             checks = [c for c in checks if c.__name__ != "positive_data_acceptance"]
+
         @seed(SEED)
         @given(case=operation.as_strategy())
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
         def conforms(case) -> None:
             case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, checks=checks)
 
@@ -66,6 +72,8 @@ def test_every_operation_conforms_to_its_schema(fuzzed_hub):
     fuzz(app, token, EXAMPLES)
     # Whatever the fuzzer stored must render: every recipe page, the index and the leaderboard.
     client = TestClient(app)
-    slugs = [r["slug"] for r in client.get("/api/v1/recipes", params={"limit": 500}).json()["items"]]
+    slugs = [
+        r["slug"] for r in client.get("/api/v1/recipes", params={"limit": 500}).json()["items"]
+    ]
     for path in ["/", "/leaderboard", "/?q=%00%ff", *(f"/r/{s}" for s in slugs)]:
         assert client.get(path).status_code == 200, path

@@ -18,8 +18,12 @@ SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
 
 
 def claimed_points(recipes) -> int:
-    return sum(1 for r in recipes for p in r.perf_points
-               if p.decode_tok_s is not None and p.concurrency is not None and p.decode_tok_s > 0)
+    return sum(
+        1
+        for r in recipes
+        for p in r.perf_points
+        if p.decode_tok_s is not None and p.concurrency is not None and p.decode_tok_s > 0
+    )
 
 
 def test_the_board_holds_every_number_and_pages_through_them(hub):
@@ -40,55 +44,98 @@ def test_the_board_holds_every_number_and_pages_through_them(hub):
 
 
 def test_a_result_is_ranked_only_against_like_measured_numbers(hub):
-    assert hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", headers=hub.auth,
-                           json=make_result(decode=(300.0, 800.0)).model_dump(mode="json")).status_code == 201
-    assert hub.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", headers=hub.auth,
-                           json=make_result(decode=(350.0,)).model_dump(mode="json")).status_code == 201
-    c1 = hub.client.get(BOARD, params={"model": "smollm2-135m-instruct", "card": "h200", "concurrency": 1}).json()
+    assert (
+        hub.client.post(
+            f"/api/v1/recipes/{SMALL_SLUG}/results",
+            headers=hub.auth,
+            json=make_result(decode=(300.0, 800.0)).model_dump(mode="json"),
+        ).status_code
+        == 201
+    )
+    assert (
+        hub.client.post(
+            f"/api/v1/recipes/{SMALL_SLUG}/results",
+            headers=hub.auth,
+            json=make_result(decode=(350.0,)).model_dump(mode="json"),
+        ).status_code
+        == 201
+    )
+    c1 = hub.client.get(
+        BOARD, params={"model": "smollm2-135m-instruct", "card": "h200", "concurrency": 1}
+    ).json()
     measured = [(e["value"], e["rank"]) for e in c1["items"] if e["evidence"] != "claimed"]
     claimed = [(e["value"], e["rank"]) for e in c1["items"] if e["evidence"] == "claimed"]
     assert measured == [(350.0, 1), (300.0, 2)]
     assert all(rank == i for i, (_v, rank) in enumerate(claimed, 1))  # ranked apart, from 1 again
-    c4 = hub.client.get(BOARD, params={"model": "smollm2-135m-instruct", "concurrency": 4,
-                                       "evidence": "measured"}).json()
+    c4 = hub.client.get(
+        BOARD, params={"model": "smollm2-135m-instruct", "concurrency": 4, "evidence": "measured"}
+    ).json()
     assert [(e["value"], e["rank"]) for e in c4["items"]] == [(800.0, 1)]
 
 
 def test_a_new_kind_of_number_is_ranked_only_within_its_scope(make_hub, monkeypatch):
     """How `users_at_slo` joins: a metric, and a finder that gives each recipe's points with their scope."""
+
     def users(recipe):
         if not recipe.slug.startswith("smollm2"):
             return []
-        return [BoardPoint(metric="users_at_slo", scope=f"ttft<=500ms;profile={p}", value=v, evidence="claimed",
-                           claimed_by="test") for p, v in (("chat", 12.0), ("rag", 40.0))]
+        return [
+            BoardPoint(
+                metric="users_at_slo",
+                scope=f"ttft<=500ms;profile={p}",
+                value=v,
+                evidence="claimed",
+                claimed_by="test",
+            )
+            for p, v in (("chat", 12.0), ("rag", 40.0))
+        ]
 
-    monkeypatch.setitem(METRICS, "users_at_slo", Metric(name="users_at_slo", label="users at SLO", unit="users"))
+    monkeypatch.setitem(
+        METRICS, "users_at_slo", Metric(name="users_at_slo", label="users at SLO", unit="users")
+    )
     monkeypatch.setitem(FINDERS, "users_at_slo", users)
     hub = make_hub()
     items = hub.client.get(BOARD, params={"metric": "users_at_slo"}).json()["items"]
     assert {(e["scope"], e["value"], e["rank"]) for e in items} == {
-        ("ttft<=500ms;profile=chat", 12.0, 1), ("ttft<=500ms;profile=rag", 40.0, 1)}
+        ("ttft<=500ms;profile=chat", 12.0, 1),
+        ("ttft<=500ms;profile=rag", 40.0, 1),
+    }
     assert all(e["metric"] == "decode_tok_s" for e in hub.client.get(BOARD).json()["items"])
     unknown = hub.client.get(BOARD, params={"metric": "vibes"})
     assert unknown.status_code == 422 and "users_at_slo" in unknown.json()["error"]["message"]
 
 
 def test_etag_and_cache_control_follow_writes_from_any_app_on_the_database(make_hub, db_url):
-    a, b = make_hub(), make_hub(load_builtin=False)  # two workers, or two instances, on one database
+    a, b = (
+        make_hub(),
+        make_hub(load_builtin=False),
+    )  # two workers, or two instances, on one database
     first = a.client.get(BOARD)
     etag = first.headers["etag"]
     assert first.headers["cache-control"] == "public, max-age=10"
     assert b.client.get(BOARD).headers["etag"] == etag
     not_modified = a.client.get(BOARD, headers={"if-none-match": etag})
     assert not_modified.status_code == 304 and not_modified.content == b""
-    assert b.client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", headers=b.auth,
-                         json=make_result().model_dump(mode="json")).status_code == 201
-    after = a.client.get(BOARD, headers={"if-none-match": etag})  # a cached the old page; the version moved
+    assert (
+        b.client.post(
+            f"/api/v1/recipes/{SMALL_SLUG}/results",
+            headers=b.auth,
+            json=make_result().model_dump(mode="json"),
+        ).status_code
+        == 201
+    )
+    after = a.client.get(
+        BOARD, headers={"if-none-match": etag}
+    )  # a cached the old page; the version moved
     assert after.status_code == 200 and after.headers["etag"] != etag
     assert any(e["evidence"] == "measured-unverified" for e in after.json()["items"])
     recipe = a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json")
-    assert a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json",
-                        headers={"if-none-match": recipe.headers["etag"]}).status_code == 304
+    assert (
+        a.client.get(
+            f"/api/v1/recipes/{SMALL_SLUG}.json", headers={"if-none-match": recipe.headers["etag"]}
+        ).status_code
+        == 304
+    )
 
 
 def test_the_migration_fills_the_board_from_recipes_already_stored(tmp_path):
@@ -106,11 +153,20 @@ def test_the_migration_fills_the_board_from_recipes_already_stored(tmp_path):
         config.attributes["connection"] = conn
         command.upgrade(config, "0001")
         record = next(r for r in catalog_records() if r["slug"] == SEED_SLUG)
-        conn.execute(text("INSERT INTO recipes (slug, title, latest_no, models, card_families, device_count, tags, "
-                          "search_text, created_at, updated_at) VALUES (:s, 't', 1, '|', '|', 1, '|', '', 'x', 'x')"),
-                     {"s": SEED_SLUG})
-        conn.execute(text("INSERT INTO revisions (slug, no, content_hash, created_at, record) "
-                          "VALUES (:s, 1, 'h', 'x', :r)"), {"s": SEED_SLUG, "r": json.dumps(record)})
+        conn.execute(
+            text(
+                "INSERT INTO recipes (slug, title, latest_no, models, card_families, device_count, tags, "
+                "search_text, created_at, updated_at) VALUES (:s, 't', 1, '|', '|', 1, '|', '', 'x', 'x')"
+            ),
+            {"s": SEED_SLUG},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO revisions (slug, no, content_hash, created_at, record) "
+                "VALUES (:s, 1, 'h', 'x', :r)"
+            ),
+            {"s": SEED_SLUG, "r": json.dumps(record)},
+        )
     app = create_app(url, load_builtin=False, limits=GENEROUS)
     from fastapi.testclient import TestClient
 

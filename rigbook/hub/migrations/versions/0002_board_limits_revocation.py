@@ -38,8 +38,11 @@ def upgrade() -> None:
         sa.Column("entry", sa.Text(), nullable=False),
     )
     op.create_index("ix_board_slug", "board", ["slug"])
-    op.create_index("ix_board_rank", "board", ["metric", "model", "card", "device_count", "scope", "concurrency",
-                                               "measured", "rank"])
+    op.create_index(
+        "ix_board_rank",
+        "board",
+        ["metric", "model", "card", "device_count", "scope", "concurrency", "measured", "rank"],
+    )
     op.create_table(
         "hub_state",
         sa.Column("key", sa.String(64), primary_key=True),
@@ -61,8 +64,11 @@ def _fill_board() -> None:
     from rigbook.recipe.load import parse_recipe
 
     bind = op.get_bind()
-    latest = bind.execute(sa.text(
-        "SELECT v.slug, v.no, v.record FROM revisions v JOIN recipes r ON r.slug = v.slug AND r.latest_no = v.no"))
+    latest = bind.execute(
+        sa.text(
+            "SELECT v.slug, v.no, v.record FROM revisions v JOIN recipes r ON r.slug = v.slug AND r.latest_no = v.no"
+        )
+    )
     recipes = [(parse_recipe(json.loads(record), slug), no) for slug, no, record in latest]
     with Session(bind=bind) as session:
         rebuild_board(session, recipes)
