@@ -15,7 +15,8 @@ ones before, and its latency counts from when it was due, so a slow server
 cannot hide its queue (no coordinated omission). Targets: the recipe JSON
 and the recipe page of a random recipe, and a leaderboard page with random
 filters. Prints one markdown row per (target, rate) with the machine's load
-average, and the client's own CPU share (it runs on the same machine).
+average, the hub's CPU time per answered request (its cost whatever else the
+machine runs) and the client's own CPU share (it runs on the same machine).
 
 ``--fuzz N`` runs the schemathesis test with N examples per operation after
 the load (``RIGBOOK_FUZZ_EXAMPLES``), the large run the test suite keeps small.
@@ -37,6 +38,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 
 from rigbook.hub.app import create_app
 from rigbook.hub.repository import import_records
@@ -262,6 +264,35 @@ async def open_loop(url: str, target: Target, rate: float, seconds: float) -> di
     }
 
 
+def drain(url: str, limit_s: float = 120) -> None:
+    """Wait until the hub answers a cheap request within 0.2 s: the last row's queue is gone, so one
+    row's backlog does not count against the next."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        start = time.monotonic()
+        try:
+            httpx.get(url + "/static/hub.css", timeout=limit_s)
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() - start < 0.2:
+            return
+        time.sleep(1)
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the hub's process tree so far: what its answers cost,
+    whatever else the machine runs."""
+    parent = psutil.Process(pid)
+    total = 0.0
+    for proc in [parent, *parent.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
 def serve(db: str, workers: int) -> tuple[str, subprocess.Popen]:
     port = free_port()
     proc = subprocess.Popen(
@@ -327,16 +358,20 @@ def main() -> None:
                 f"{args.seconds:g} s per row\n"
             )
             print(
-                "| target | rate/s | sent | errors | achieved/s | p50 ms | p99 ms | max ms | client CPU | load |"
+                "| target | rate/s | sent | errors | achieved/s | p50 ms | p99 ms | max ms "
+                "| server CPU ms/req | client CPU | load |"
             )
-            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for target in targets(args.recipes):
                 for rate in args.rate or [200.0, 500.0]:
+                    drain(url)
+                    before = server_cpu(proc.pid)
                     r = asyncio.run(open_loop(url, target, rate, args.seconds))
+                    per = 1000 * (server_cpu(proc.pid) - before) / max(1, r["sent"] - r["errors"])
                     print(
-                        f"| {r['target']} | {r['rate']:g} | {r['sent']} | {r['errors']} | {r['achieved_rps']:.0f} "
-                        f"| {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.0f} | {r['client_cpu']:.0%} "
-                        f"| {r['load']:.2f} |",
+                        f"| {r['target']} | {r['rate']:g} | {r['sent']} | {r['errors']} "
+                        f"| {r['achieved_rps']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} "
+                        f"| {r['max_ms']:.0f} | {per:.2f} | {r['client_cpu']:.0%} | {r['load']:.2f} |",
                         flush=True,
                     )
         finally:
