@@ -77,7 +77,7 @@ def test_a_new_kind_of_number_is_ranked_only_within_its_scope(make_hub, monkeypa
     """How `users_at_slo` joins: a metric, and a finder that gives each recipe's points with their scope."""
 
     def users(recipe):
-        if not recipe.slug.startswith("smollm2"):
+        if recipe.slug != SMALL_SLUG:
             return []
         return [
             BoardPoint(
