@@ -5,7 +5,7 @@
 # flow per model: rig, check, up, bench (1..64, NVML energy), report, down; then compare.
 # With CPU_BUILD=1 it also builds a static CPU-only llama-server for the development machines.
 #
-# Inputs (prepare.sh gathers them): GPU=folder with src.tar.xz, tok/, whl/. Writes into OUT (at
+# Inputs (prepare.sh gathers them): GPU=folder with src.tar.gz, tok/, whl/. Writes into OUT (at
 # most 8 files come back, so each stage packs its folder). Run it again on the same machine and it
 # skips what is already built or made; it starts no stage it cannot finish before DEADLINE_S.
 set -uo pipefail
@@ -28,7 +28,7 @@ if [ ! -d "$WORK/site/pydantic" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" "$GPU"/whl/*.whl
   say "wheels installed: rc=$?"
 fi
-[ -d "$SRC" ] || { mkdir -p "$WORK/src" && tar xJf "$GPU/src.tar.xz" -C "$WORK/src"; say "sources unpacked"; }
+[ -d "$SRC" ] || { mkdir -p "$WORK/src" && tar xzf "$GPU/src.tar.gz" -C "$WORK/src"; say "sources unpacked"; }
 
 # 2. the CUDA build, in the background (about 6 minutes on 16 cores)
 BIN="$WORK/build/bin"
@@ -131,5 +131,11 @@ for label in q8-0 q4-k-m; do
   $RB compare "$WORK/f16/result.json" "$WORK/$label/result.json" --json > "$WORK/compare/f16-vs-$label.json" 2>&1
 done
 ls -la "$MODELS" > "$WORK/compare/models.txt"
+# A real GPU out-of-memory: a KV cache for 4M tokens of context (about 520 GB) on the F16 model.
+if [ -f "$F16" ] && left 30 && [ ! -f "$WORK/compare/provoke-gpu-oom.log" ]; then
+  timeout 90 "$BIN/llama-server" --model "$F16" --n-gpu-layers 999 --ctx-size 4000000 --port 18090 \
+    > "$WORK/compare/provoke-gpu-oom.log" 2>&1
+  echo "exit status $?" >> "$WORK/compare/provoke-gpu-oom.log"
+fi
 tar czf "$OUT/compare.tar.gz" -C "$WORK" compare
 say "done"
