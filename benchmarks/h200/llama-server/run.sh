@@ -66,7 +66,7 @@ if [ ! -f "$F16" ]; then
     && mv "$F16.part" "$F16"
   say "convert f16 rc=$? $(stat -c %s "$F16" 2>/dev/null) bytes; $(grep -m1 -o "pre-tokenizer.*\|tokenizer.ggml.pre.*" "$WORK/convert-f16.log")"
 fi
-if [ ! -f "$Q8" ]; then
+if [ ! -f "$Q8" ] && [[ " $FLOWS " == *" q8-0 "* ]]; then
   ( python3 "$SRC/convert_hf_to_gguf.py" "$WORK/hf" --outtype q8_0 --outfile "$Q8.part" > "$WORK/convert-q8.log" 2>&1 \
       && mv "$Q8.part" "$Q8"; echo "convert q8_0 rc=$? at $(el)s" >> "$WORK/convert-q8.log" ) &
   CONV8=$!
