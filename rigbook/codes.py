@@ -48,7 +48,6 @@ class Code(StrEnum):
     I_NO_GPU = "I_NO_GPU"
     E_UNSAFE = "E_UNSAFE"
     E_ENGINE_EXIT = "E_ENGINE_EXIT"
-    E_CONTEXT = "E_CONTEXT"
     E_NOT_READY = "E_NOT_READY"
     E_LOCKED = "E_LOCKED"
     E_ENGINE_MISSING = "E_ENGINE_MISSING"
@@ -161,9 +160,6 @@ _ALL = [
        "Read the option; if you trust it, allow it by name with `--allow OPTION`."),
     _c(Code.E_ENGINE_EXIT, "error", "LaunchError", "launch", "The engine process exited before it became ready.",
        "Read the engine's first error line (shown) and its log (`rigbook logs NAME`)."),
-    _c(Code.E_CONTEXT, "error", "LaunchError", "launch",
-       "The engine could not allocate the KV cache for the context it was given.",
-       "Lower the recipe's n_ctx (shared by its slots) or its slots, or free memory; the log line says how much."),
     _c(Code.E_NOT_READY, "error", "LaunchError", "launch", "The engine did not become ready before the timeout.",
        "Check `rigbook logs NAME`; large models may need a longer `--timeout`."),
     _c(Code.E_LOCKED, "error", "LaunchError", "launch", "The GPUs (or CPU slot) are already held by another rigbook launch.",

@@ -20,6 +20,7 @@ from rigbook.launch.engines.llama_cpp import package_dir
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults, substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.launch.rules import Danger
 from rigbook.recipe.schema import LlamaServerLaunch, Recipe
 
 PROGRAM = "llama-server"
@@ -77,7 +78,7 @@ class LlamaServerEngine(Engine):
         LogPattern(code="E_GPU_MEMORY", pattern=r"cudaMalloc failed: out of memory|"
                    r"failed to allocate CUDA\d* buffer|CUDA error: out of memory",
                    why="the GPU ran out of memory for the weights or the KV cache"),
-        LogPattern(code="E_CONTEXT", pattern=r"failed to allocate buffer for kv cache|"
+        LogPattern(code="E_KV_CACHE", pattern=r"failed to allocate buffer for kv cache|"
                    r"failed to allocate CPU buffer of size|llama_init_from_model: failed to initialize the context",
                    why="the KV cache for the context asked for (n_ctx) could not be allocated"),
     ]
@@ -118,9 +119,9 @@ class LlamaServerEngine(Engine):
         env = {**gpu_env_defaults(), **cuda_env(target)} if target.gpus else cuda_env(target)
         return LaunchCommand(argv=argv + kept, env=env)
 
-    def dangers(self, spec: LlamaServerLaunch, target: Target) -> list[tuple[str, str]]:
+    def dangers(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[Danger]:
         names = {a.split("=", 1)[0] for a in spec.args}
-        return [DANGEROUS[name] for name in DANGEROUS if name in names]
+        return super().dangers(recipe, spec, target) + [Danger(*DANGEROUS[n]) for n in DANGEROUS if n in names]
 
     def notes(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[str]:
         _, dropped = drop_mapped(spec.args)
