@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV ?= .venv
 WHEELHOUSE ?= $(HOME)/.cache/rigbook/wheels
 LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
+# The embedded default runs llama.cpp's llama-server, built once from the sources vendored in that
+# sdist and kept in LLAMA_SERVER_DIR. llama-cpp-python is still built too, for the llama_cpp kind's
+# tests: a second compile of llama.cpp until those move to llama-server.
+LLAMA_SERVER_DIR ?= $(HOME)/.cache/rigbook/llama-server-0.3.36
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 STAMP_DEMO := $(VENV)/.stamp-demo
@@ -33,11 +37,19 @@ $(WHEELHOUSE)/.built: | $(BIN)/python
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) wheel --no-deps -w $(WHEELHOUSE) $(LLAMA_CPP_PYTHON)
 	touch $@
 
-$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+$(LLAMA_SERVER_DIR)/bin/llama-server: | $(BIN)/python
+	@echo "Building llama-server once (compiles llama.cpp: minutes on 2 cores)..."
+	bash scripts/build-llama-server.sh $(LLAMA_SERVER_DIR) $(BIN)/python
+
+# rigbook finds it beside the venv's python, on PATH or not.
+$(BIN)/llama-server: $(LLAMA_SERVER_DIR)/bin/llama-server | $(BIN)/python
+	cp $< $@
+
+$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built $(BIN)/llama-server
 	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded]'
 	touch $@
 
-$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built $(BIN)/llama-server
 	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded,quality,test]'
 	touch $@ $(STAMP_DEMO)
 

@@ -403,6 +403,22 @@ class LlamaCppLaunch(Record):
         return None if value is None else _relative(value, "model_file")
 
 
+class LlamaServerLaunch(Record):
+    """llama.cpp's own HTTP server, ``llama-server``: parallel slots with continuous batching."""
+
+    kind: Literal["llama_server"] = "llama_server"
+    binary: str | None = Field(
+        default=None, description="The llama-server program: a path, or a name on PATH (default: llama-server).")
+    model_path: str | None = Field(default=None, description="A GGUF file path.")
+    model_package: str | None = Field(default=None, description="A Python package that ships the GGUF.")
+    model_file: str | None = Field(default=None, description="The GGUF file name inside model_package.")
+    n_ctx: int | None = Field(default=None, ge=1, description="Context tokens in all, shared by the slots.")
+    n_gpu_layers: int | None = None
+    parallel: int = Field(default=1, ge=1, description="Slots: requests decoded together (--parallel).")
+    cont_batching: bool = Field(default=True, description="Continuous batching: a slot joins the batch as it frees.")
+    args: list[str] = Field(default_factory=list)
+
+
 class ExternalLaunch(Record):
     """An endpoint that already runs: nothing is started."""
 
@@ -412,7 +428,8 @@ class ExternalLaunch(Record):
 
 
 LaunchSpec = Annotated[
-    DockerLaunch | VllmLaunch | SglangLaunch | ScriptRepoLaunch | LlamaCppLaunch | ExternalLaunch,
+    DockerLaunch | VllmLaunch | SglangLaunch | ScriptRepoLaunch | LlamaCppLaunch | LlamaServerLaunch
+    | ExternalLaunch,
     Field(discriminator="kind"),
 ]
 

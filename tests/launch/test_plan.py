@@ -89,7 +89,7 @@ def test_plan_without_a_recipe_on_a_cpu_machine_is_the_embedded_one():
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)
     assert plan["recipe"] == "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp" and plan["target"]["gpus"] == []
-    assert plan["command"]["argv"][1:3] == ["-m", "llama_cpp.server"]
+    assert plan["kind"] == "llama_server" and plan["command"]["argv"][0].endswith("llama-server")
 
 
 @pytest.mark.parametrize(("gpus", "why"), [("abc", "not a GPU index or UUID"), ("0,1,2", "runs on 2 GPU(s), not 3"),

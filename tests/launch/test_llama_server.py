@@ -1,0 +1,101 @@
+"""The llama_server launch kind: the command rigbook builds, what it replaces, refuses and reports missing.
+
+The real-server behaviour (slots, /health, /metrics, the failure log lines) is in
+test_llama_server_e2e.py; these tests need no llama-server binary.
+"""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from rigbook.launch.engines.llama_server import LlamaServerEngine
+from rigbook.launch.logscan import explain_exit
+from tests.launch.helpers import rigbook, write_recipe
+
+EMBEDDED = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
+
+
+def fake_program(tmp_path: Path) -> Path:
+    """An executable file named llama-server (never started by these tests)."""
+    program = tmp_path / "bin" / "llama-server"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 1\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    return program
+
+
+def plan_of(*args: str, env: dict[str, str] | None = None) -> dict:
+    done = rigbook("plan", *args, "--json", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_embedded_default_runs_llama_server_with_four_slots_metrics_and_the_models_template(tmp_path):
+    program = fake_program(tmp_path)
+    plan = plan_of(EMBEDDED, "--port", "18123", env={"RIGBOOK_LLAMA_SERVER": str(program)})
+    argv = plan["command"]["argv"]
+    assert plan["kind"] == "llama_server" and argv[0] == str(program)
+    value = {opt: argv[argv.index(opt) + 1] for opt in
+             ("--port", "--host", "--parallel", "--alias", "--ctx-size", "--n-gpu-layers")}
+    assert value == {"--port": "18123", "--host": "127.0.0.1", "--parallel": "4", "--alias": "smollm2-135m-instruct",
+                     "--ctx-size": "4096", "--n-gpu-layers": "0"}  # the CPU slot offloads nothing
+    assert {"--cont-batching", "--metrics", "--jinja"} <= set(argv)
+    assert argv[argv.index("--model") + 1].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert plan["command"]["env"] == {"CUDA_VISIBLE_DEVICES": ""}
+    ready = next(s for s in plan["steps"] if s["kind"] == "ready")
+    assert "/health answers 200" in ready["details"][0]
+
+
+def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
+    program = fake_program(tmp_path)
+    recipe = write_recipe(tmp_path, "k-llama-server", {
+        "kind": "llama_server", "binary": str(program), "model_path": "${MODELS_DIR}/m.gguf", "parallel": 8,
+        "cont_batching": False, "n_ctx": 8192,
+        "args": ["--port", "9999", "--host", "0.0.0.0", "-np", "2", "--metrics", "--no-jinja", "--threads", "3"]})
+    plan = plan_of(str(recipe), "--port", "18124", "--models-dir", str(tmp_path / "models"))
+    argv = plan["command"]["argv"]
+    assert argv[argv.index("--model") + 1] == str(tmp_path / "models" / "m.gguf")
+    assert argv.count("--port") == 1 and argv[argv.index("--port") + 1] == "18124"
+    assert argv.count("--host") == 1 and "0.0.0.0" not in argv and argv.count("--metrics") == 1
+    assert argv[argv.index("--parallel") + 1] == "8" and "-np" not in argv
+    assert "--no-cont-batching" in argv and "--no-jinja" not in argv and "--jinja" in argv
+    assert argv[-2:] == ["--threads", "3"]
+    start = next(s for s in plan["steps"] if s["kind"] == "start")
+    shown = " ".join(start["details"])
+    assert "replaced author-side option: --port 9999" in shown and "replaced author-side option: --no-jinja" in shown
+    assert "each of the 8 slots gets 1024 tokens of context" in shown
+
+
+def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
+    program = fake_program(tmp_path)
+    recipe = write_recipe(tmp_path, "k-tools", {"kind": "llama_server", "binary": str(program),
+                                                "model_path": str(tmp_path / "m.gguf"), "args": ["--tools", "all"]})
+    done = rigbook("up", str(recipe), "--yes", "--port", "18125", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "E_UNSAFE" and "shell commands" in error["message"]
+    assert "--allow llama-server-tools" in error["remedy"]
+
+
+def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):
+    recipe = write_recipe(tmp_path, "k-missing", {"kind": "llama_server", "binary": str(tmp_path / "no-such-server"),
+                                                  "model_path": str(tmp_path / "m.gguf")})
+    done = rigbook("up", str(recipe), "--yes", "--port", "18126", "--json")
+    assert done.returncode == 2
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "E_ENGINE_MISSING" and "make setup" in error["message"]
+    assert "no-such-server" in error["message"]
+
+
+def test_the_program_make_builds_beside_the_venvs_python_is_found_without_path(tmp_path, monkeypatch):
+    from rigbook.launch.engines import llama_server
+    from rigbook.recipe.schema import LlamaServerLaunch
+
+    program = fake_program(tmp_path)
+    monkeypatch.setattr(llama_server.sys, "executable", str(program.parent / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("RIGBOOK_LLAMA_SERVER", raising=False)
+    assert llama_server.find_program(LlamaServerLaunch(model_path="m.gguf")) == program
+    os.chmod(program, 0o644)
+    assert llama_server.find_program(LlamaServerLaunch(model_path="m.gguf")) is None
