@@ -65,8 +65,12 @@ def token_create(name: str = typer.Argument(..., help="Who or what the token is 
         engine = make_engine(db)
         upgrade(engine)
         token = create_token(session_factory(engine), name)
-        emit({"name": name, "token": token}, as_json, lambda: (
-            print(token), console.print("  shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim")))
+
+        def render() -> None:
+            print(token)
+            console.print("  shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim")
+
+        emit({"name": name, "token": token}, as_json, render)
 
 
 def publish(

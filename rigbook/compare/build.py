@@ -77,7 +77,7 @@ def distinct_names(sources: list[Source]) -> list[Source]:
         if len(set(names)) == len(names) or depth >= longest:
             break
         depth += 1
-    return [s.model_copy(update={"name": n}) for s, n in zip(sources, names)]
+    return [s.model_copy(update={"name": n}) for s, n in zip(sources, names, strict=True)]
 
 
 def compare_sources(sources: list[Source]) -> Comparison:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from rigbook.bench.result import BenchResult, verify_hash
-from rigbook.rig.cards import parse_card
 from rigbook.recipe.schema import PerfConditions, Recipe
+from rigbook.rig.cards import parse_card
 
 MEASURED = "measured"
 
@@ -93,7 +93,7 @@ def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
         if c is None:
             problems.append(f"{where}.conditions: missing (GPU count, card, power, engine, quant, sampling, reply length, token source)")
             continue
-        required = {"gpu_count": c.gpu_count, "engine": c.engine, "quant": c.quant, "reply_tokens": c.reply_tokens,
+        required: dict[str, object] = {"gpu_count": c.gpu_count, "engine": c.engine, "quant": c.quant, "reply_tokens": c.reply_tokens,
                     "token_count_source": c.token_count_source}
         if c.gpu_count:
             required |= {"card": c.card, "power_limit_w_per_gpu": c.power_limit_w_per_gpu}

@@ -46,7 +46,7 @@ class ApiError(Exception):
         return JSONResponse(document, status_code=self.status, headers=self.headers)
 
 
-ERRORS = {status: {"model": ErrorDocument} for status in (401, 404, 413, 422, 429)}
+ERRORS: dict[int | str, dict[str, Any]] = {status: {"model": ErrorDocument} for status in (401, 404, 413, 422, 429)}
 
 
 def factory(request: Request) -> sessionmaker[Session]:

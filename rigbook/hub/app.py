@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -81,7 +81,7 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, max_body
         return ApiError(422, code, message, details=lines, remedy=HTTP_REMEDY if code == "E_INPUT" else None).response()
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404 and not request.url.path.startswith("/api/"):
             return pages.not_found(request)
         headers = dict(exc.headers or {})

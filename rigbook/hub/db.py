@@ -27,7 +27,7 @@ def _sqlite_serialised(engine: Engine) -> None:
     """Make every SQLite transaction take the write lock at its start (waiting up to the busy timeout)."""
 
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _connect(dbapi_connection, _record) -> None:
         # Hand transaction control to the "begin" hook below instead of pysqlite's implicit BEGIN.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -36,7 +36,7 @@ def _sqlite_serialised(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection) -> None:  # noqa: ANN001
+    def _begin(connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
