@@ -11,7 +11,7 @@ import asyncio
 import gc
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -66,7 +66,7 @@ class BenchSpec(BaseModel):
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def profile_ref(spec: BenchSpec) -> ProfileRef:
