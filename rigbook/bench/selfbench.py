@@ -86,6 +86,7 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     )
     agg_err = abs(cell.metrics.aggregate_tok_s - server_agg) / server_agg
     load = cell.client
+    assert load is not None, "run_bench measures every cell's client load"
     return {
         "concurrency": conc,
         "server_aggregate": server_agg,
