@@ -17,16 +17,8 @@ from rigbook.launch import control
 from rigbook.launch.api import make_plan
 from rigbook.launch.api import up as launch_up
 from rigbook.launch.plan import Plan
-<<<<<<< HEAD
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
 from rigbook.launch.run import UpResult
-from rigbook.endpoint import SmokeResult, base_url
-from rigbook.endpoint import smoke as smoke_endpoint
-=======
-from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
-from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes
-from rigbook.recipe.resolve import resolve_recipe
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
 
 RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
                          "`up --dry-run` does not probe).")
@@ -36,33 +28,6 @@ ModelsDirOption = typer.Option(None, "--models-dir", help="Where weights are sto
 DrafterOption = typer.Option(None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp).")
 
 
-<<<<<<< HEAD
-=======
-def _rig(rig_file: Path | None, models_dir: Path | None, probe: bool):
-    if rig_file is not None:
-        from rigbook.rig.model import load_rig
-
-        return load_rig(rig_file)
-    if not probe:
-        return None
-    from rigbook.rig.probe import probe_rig
-
-    return probe_rig(models_dir=models_dir)
-
-
-def _fitting_recipe(rig) -> Recipe:
-    """The built-in recipe this machine runs: the first GPU recipe whose check passes, else the embedded CPU one."""
-    from rigbook.preflight.check import check_recipe
-
-    if rig is not None and getattr(rig, "gpus", None):
-        for recipe in list_recipes():
-            fits = 0 < recipe.gpu_count <= len(rig.gpus) and recipe.ext.launch is not None
-            if fits and check_recipe(recipe, rig).ok:
-                return recipe
-    return resolve_recipe(EMBEDDED_SLUG)
-
-
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
 def render_plan(plan: Plan) -> None:
     """The numbered steps, their details, the exact commands and any findings."""
     mode = "dry run: nothing is touched" if plan.dry_run else "plan"
@@ -206,13 +171,9 @@ def down(
     """Stop a launch: its whole process group (and its container), its locks and its state."""
     with handled(as_json):
         stopped = control.down(name, everything=everything)
-
-        def render() -> None:
-            for s in stopped:
-                console.print(f"stopped {s.name} (pid {s.pid})"
-                              + ("" if s.gone else " — some processes did not exit"), highlight=False)
-
-        emit(stopped, as_json, render)
+        emit(stopped, as_json, lambda: [console.print(
+            f"stopped {s.name} (pid {s.pid})" + ("" if s.gone else " — some processes did not exit"), highlight=False)
+            for s in stopped])
 
 
 def status(as_json: bool = JsonOption) -> None:

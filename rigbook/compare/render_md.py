@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from rigbook.compare.model import Comparison
-<<<<<<< HEAD
-from rigbook.compare.quality import quality_lines
-from rigbook.compare.present import columns, figure_line, missing_notes, overall_line, reason_lines, source_line
-=======
 from rigbook.compare.present import (
     columns,
     figure_line,
@@ -15,7 +11,7 @@ from rigbook.compare.present import (
     reason_lines,
     source_line,
 )
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
+from rigbook.compare.quality import quality_lines
 
 
 def render_md(comparison: Comparison) -> str:

@@ -7,10 +7,6 @@ from rich.console import Console
 from rich.table import Table
 
 from rigbook.compare.model import Comparison
-<<<<<<< HEAD
-from rigbook.compare.quality import quality_lines
-from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, overall_line, reason_lines, source_line
-=======
 from rigbook.compare.present import (
     ceiling_line,
     columns,
@@ -20,7 +16,7 @@ from rigbook.compare.present import (
     reason_lines,
     source_line,
 )
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
+from rigbook.compare.quality import quality_lines
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 

@@ -19,17 +19,13 @@ from markupsafe import Markup
 from rigbook.hub import repository as repo
 from rigbook.hub.chart import perf_chart
 from rigbook.hub.display import shown_conditions, tok_s
-<<<<<<< HEAD
-from rigbook.hub.leaderboard import build_leaderboard, effective_conditions, hardware_label, is_measured
-from rigbook.quality.claims import label, needle_claim, recipe_quality, score
-=======
 from rigbook.hub.leaderboard import (
     build_leaderboard,
     effective_conditions,
     hardware_label,
     is_measured,
 )
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
+from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 
 templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),

@@ -10,7 +10,7 @@ from rigbook.home import rigbook_home
 from rigbook.launch.engines import engine_for
 from rigbook.launch.engines.base import step
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
-<<<<<<< HEAD
+from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.safety import (
     check_allow_names,
     describe,
@@ -23,13 +23,6 @@ from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
 from rigbook.ports import parse_port
-from rigbook.recipe.hf import artifact_repo, weights_dir
-=======
-from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
-from rigbook.launch.spec import launch_spec
-from rigbook.launch.state import check_name
-from rigbook.launch.weights import free_bytes
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
 from rigbook.preflight.finding import Finding
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe
@@ -105,7 +98,7 @@ def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
             revision = artifact.pin or "main"
             dest = weights_dir(target.models_dir, repo, revision)
             free = free_bytes(target.models_dir)
-            too_big = artifact.size_bytes is not None and artifact.size_bytes > free
+            too_big = bool(artifact.size_bytes) and artifact.size_bytes > free
             fits = ("DOES NOT FIT" if too_big else "fits") if artifact.size_bytes else "cannot be checked"
             s = step(StepKind.weights, f"weights: {repo} at {revision[:12]}", [
                 f"from {artifact.pointer} revision {revision}" + ("" if artifact.pin else " (not pinned: a branch head can change)"),

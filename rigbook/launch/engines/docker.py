@@ -15,7 +15,6 @@ the container serves the pinned files instead of downloading the branch head.
 from __future__ import annotations
 
 import shutil
-from typing import ClassVar
 
 from rigbook.launch.docker_args import drop_docker_options
 from rigbook.launch.engines.base import Engine, step
@@ -50,7 +49,6 @@ def container_name(target: Target) -> str:
 
 class DockerEngine(Engine):
     kind = "docker"
-<<<<<<< HEAD
     log_patterns = [
         LogPattern(
             code="E_ENGINE_MISSING",
@@ -62,13 +60,6 @@ class DockerEngine(Engine):
             pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
             why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)",
         ),
-=======
-    log_patterns: ClassVar[list[LogPattern]] = [
-        LogPattern(code="E_ENGINE_MISSING", pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",
-                   why="the image could not be found or pulled"),
-        LogPattern(code="E_ENGINE_EXIT", pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
-                   why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)"),
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
     ]
 
     def network_host(self, target: Target) -> bool:

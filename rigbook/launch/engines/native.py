@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import shutil
-from typing import ClassVar
 
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
-<<<<<<< HEAD
-from rigbook.launch.plan import LaunchCommand, StepKind, Target
-=======
 from rigbook.launch.plan import StepKind, Target
-from rigbook.launch.safety import native_dangers
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
@@ -22,7 +16,7 @@ class NativeEngine(Engine):
 
     program: str
     #: Options rigbook sets itself (host, port): the recipe's values are author-side.
-    mapped_options: ClassVar[set[str]] = {"--host", "--port"}
+    mapped_options = {"--host", "--port"}
 
     def local_model(self, recipe: Recipe, spec: VllmLaunch | SglangLaunch, target: Target) -> str:
         """The fetched weights folder when the recipe pins the model's repository, else the model as written."""

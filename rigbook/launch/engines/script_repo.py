@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import ClassVar
 
 from rigbook.errors import InputError
 from rigbook.home import rigbook_home
@@ -28,7 +27,6 @@ from rigbook.recipe.schema import Recipe, ScriptRepoLaunch
 
 class ScriptRepoEngine(Engine):
     kind = "script_repo"
-<<<<<<< HEAD
     log_patterns = [
         LogPattern(
             code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"
@@ -38,11 +36,6 @@ class ScriptRepoEngine(Engine):
             pattern=r"\bE_GPU_MEMORY\b",
             why="the script reported too little free GPU memory",
         ),
-=======
-    log_patterns: ClassVar[list[LogPattern]] = [
-        LogPattern(code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"),
-        LogPattern(code="E_GPU_MEMORY", pattern=r"\bE_GPU_MEMORY\b", why="the script reported too little free GPU memory"),
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
     ]
 
     def checkout(self, recipe: Recipe, target: Target):

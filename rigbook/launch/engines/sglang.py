@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import ClassVar
 
 from rigbook.launch.engines.native import NativeEngine
 from rigbook.launch.logscan import LogPattern
@@ -15,17 +14,11 @@ from rigbook.recipe.schema import Recipe, SglangLaunch
 class SglangEngine(NativeEngine):
     kind = "sglang"
     program = "python"
-    log_patterns: ClassVar[list[LogPattern]] = [
+    log_patterns = [
         LogPattern(code="E_ENGINE_MISSING", pattern=r"No module named 'sglang'", why="SGLang is not installed"),
     ]
 
-<<<<<<< HEAD
     def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str | None:
-=======
-    def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str:
-        if "--served-model-name" in spec.args:
-            return spec.args[spec.args.index("--served-model-name") + 1]
->>>>>>> c5d6041 (lint: fix every ruff and mypy finding in rigbook/ and tests/)
         return super().model_id(recipe, spec) or spec.model
 
     def command(self, recipe: Recipe, spec: SglangLaunch, target: Target) -> LaunchCommand:
