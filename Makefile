@@ -24,7 +24,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test setup setup-test setup-vllm system-deps bench-client bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,12 @@ demo: setup
 test: setup-test setup-vllm
 	RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MODELS_DIR=$(abspath $(VLLM_MODELS_DIR)) \
 	  $(BIN)/python -m pytest
+
+# Lint, format check and type check; configured in pyproject.toml.
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check rigbook tests
+	$(BIN)/ruff format --check rigbook tests
+	$(BIN)/mypy
 
 bench-client: setup-test
 	$(BIN)/python -m rigbook.bench.selfbench

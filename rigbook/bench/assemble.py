@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
+from typing import TypeVar
 
 from rigbook import __version__
 from rigbook.bench.result import BenchResult, Cell, Conditions, RequestRecord, RunTelemetry
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
+T = TypeVar("T")
 
-def _one(values: list) -> object | None:
+def _one(values: Sequence[T | None]) -> T | None:
     """The value when every entry agrees, else None (a mixed set is not one condition)."""
     vals = [v for v in values if v is not None]
     return vals[0] if vals and len(set(vals)) == 1 and len(vals) == len(values) else None

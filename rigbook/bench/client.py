@@ -40,19 +40,19 @@ class RawRequest:
     ``reasoning[k]`` 1 when it carried reasoning rather than content."""
 
     __slots__ = (
+        "cancelled",
+        "continuous",
+        "done",
+        "error",
+        "final_usage",
+        "finish_reason",
+        "prompt_tokens",
+        "reads",
+        "reasoning",
+        "reasoning_tokens_reported",
         "sent",
         "times",
         "usage",
-        "reasoning",
-        "done",
-        "final_usage",
-        "continuous",
-        "finish_reason",
-        "error",
-        "prompt_tokens",
-        "reasoning_tokens_reported",
-        "cancelled",
-        "reads",
     )
 
     def __init__(self, sent: float | None = None) -> None:
@@ -275,7 +275,7 @@ class ReadWatch:
     """The longest gap between two reads of any stream while streams were open: a client that
     stops reading (a stall of its own) shows as a gap here even when the ticker missed it."""
 
-    __slots__ = ("last", "worst", "open")
+    __slots__ = ("last", "open", "worst")
 
     def __init__(self) -> None:
         self.last: float | None = None
@@ -321,7 +321,7 @@ async def stream_chat(
             ),
             connect_timeout_s,
         )
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         raw.error = f"connect: {type(exc).__name__}: {exc}"
         raw.done = _perf()
         return raw

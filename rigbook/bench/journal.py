@@ -18,7 +18,6 @@ import threading
 from pathlib import Path
 
 import orjson
-
 from pydantic import ValidationError
 
 from rigbook.bench.assemble import assemble
@@ -48,7 +47,7 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(path, "ab")
+        self._f = open(path, "ab")  # noqa: SIM115 - open for the run; close() ends it
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._error: OSError | None = None
         self._thread = threading.Thread(target=self._run, name="rigbook-journal", daemon=True)

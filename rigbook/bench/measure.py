@@ -120,8 +120,8 @@ def _recipe_facts(ref: str | None) -> dict:
 
 def _rig_and_sampler(url: str, telemetry: bool):
     """The rig summary and telemetry sampler, or why neither describes the endpoint's machine."""
-    from rigbook.endpoint.local import is_local
     from rigbook.bench.telemetry import Sampler, open_reader
+    from rigbook.endpoint.local import is_local
     from rigbook.rig.probe import probe_rig
 
     if not telemetry:

@@ -6,6 +6,8 @@ a result rebuilt after a kill has exactly the numbers a finished run would.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from rigbook.bench.client import RawRequest
@@ -99,7 +101,7 @@ def to_record(
         np.frombuffer(bytes(raw.reasoning), dtype=np.uint8).astype(bool) if n else np.zeros(0, bool)
     )
     output = float(tokens.sum())
-    reasoning = raw.reasoning_tokens_reported
+    reasoning: float | None = raw.reasoning_tokens_reported
     if reasoning is None:
         reasoning = float(tokens[is_reasoning].sum())
     error = raw.error
@@ -178,7 +180,7 @@ def concurrency_reached(records: list[RequestRecord]) -> int:
 def build_cell(
     *,
     index: int,
-    mode: str,
+    mode: Literal["burst", "sustained"],
     concurrency: int,
     records: list[RequestRecord],
     requests_planned: int | None,
@@ -223,7 +225,7 @@ def build_cell(
     # The requests that count say where their tokens came from; a failed one that got no usage
     # (a refused connection) says nothing about how the server counts.
     sources = {r.token_source for r in done}
-    source = max(sources, key=_SOURCE_ORDER.index) if sources else None
+    source = max(sources, key=_SOURCE_ORDER.index, default=None)
     metrics = CellMetrics(
         per_request_decode_tok_s=distribution(
             [r.decode_tok_s for r in done if r.decode_tok_s is not None]

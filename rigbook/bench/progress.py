@@ -6,7 +6,14 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from rigbook.bench.result import BenchResult
@@ -37,7 +44,7 @@ class LiveProgress:
             console=_err,
             transient=False,
         )
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> LiveProgress:
         if self.enabled:

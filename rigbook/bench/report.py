@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; never a display
-import matplotlib.pyplot as plt  # noqa: E402
-from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+import matplotlib.pyplot as plt
+from jinja2 import Environment, PackageLoader, select_autoescape
 
-from rigbook.bench.result import BenchResult  # noqa: E402
+from rigbook.bench.result import BenchResult
 
 
 @dataclass
@@ -20,13 +21,18 @@ class Written:
     plots: list[Path]
 
 
+def _gaps(values: list[float | None]) -> list[float]:
+    """An unknown figure as NaN, which matplotlib draws as a gap in the line."""
+    return [math.nan if v is None else v for v in values]
+
+
 def _plot_rates(result: BenchResult, path: Path) -> Path:
     """Aggregate and per-request median tok/s against concurrency, valid cells only."""
     cells = sorted((c for c in result.cells if c.valid), key=lambda c: c.concurrency)
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [c.concurrency for c in cells]
-    ax.plot(xs, [c.metrics.aggregate_tok_s for c in cells], "o-", label="aggregate tok/s")
-    ax.plot(xs, [c.metrics.per_request_decode_tok_s.p50 for c in cells], "s--", label="per-request median tok/s")
+    ax.plot(xs, _gaps([c.metrics.aggregate_tok_s for c in cells]), "o-", label="aggregate tok/s")
+    ax.plot(xs, _gaps([c.metrics.per_request_decode_tok_s.p50 for c in cells]), "s--", label="per-request median tok/s")
     ax.set_xlabel("concurrency")
     ax.set_ylabel("tokens / s")
     ax.set_xticks(xs or [1])

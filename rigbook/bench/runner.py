@@ -11,8 +11,9 @@ import asyncio
 import gc
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
@@ -66,7 +67,7 @@ class BenchSpec(BaseModel):
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def profile_ref(spec: BenchSpec) -> ProfileRef:
@@ -215,7 +216,7 @@ async def _run(
                     index, conc, spec, plan, sampler, journal, stop, progress
                 )
                 cells.append(cell)
-                if cell.client_bound:
+                if cell.client_bound and cell.client:
                     warnings.append(
                         f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}"
                     )
@@ -260,7 +261,7 @@ class CellPlan:
         stall_s: float,
         max_tokens: int,
         hold_length: bool,
-        mode: str,
+        mode: Literal["burst", "sustained"],
         metrics: httpx.AsyncClient,
         url: str,
     ) -> None:
@@ -364,9 +365,9 @@ async def _measure_cell(
     counted = await server_metrics.read(plan.metrics, plan.url)
     sampler.begin()
     monitor.start()
-    if mode == "burst":
+    if requests is not None:
         await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
-    else:
+    elif duration is not None:
         w0, w1 = await run_sustained(
             send, on_done, concurrency=conc, duration_s=duration, stop=stop
         )
@@ -385,12 +386,13 @@ async def _measure_cell(
             progress("request", {"record": rec})
     records.sort(key=lambda r: r.index)
     client = judge_client(load, records)
-    prompt = [r.prompt_tokens for r in records]
+    prompt = [r.prompt_tokens for r in records if r.prompt_tokens is not None]
     server = server_metrics.compare(
         counted,
         counted_after,
         client_tokens=sum(r.output_tokens for r in records),
-        client_prompt_tokens=sum(prompt) if prompt and None not in prompt else None,
+        # A total only when every request reported its prompt length.
+        client_prompt_tokens=sum(prompt) if prompt and len(prompt) == len(records) else None,
         judged=mode == "burst" and not stop.is_set(),
     )
     cell = build_cell(

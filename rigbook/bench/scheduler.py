@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import time
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from rigbook.bench.client import RawRequest, ReadWatch
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import ClientLoad, RequestRecord
 
 # send(i, raw) streams request i into ``raw``, so a stream cut mid-way keeps what it received.
-Send = Callable[[int, RawRequest], Awaitable[None]]
+Send = Callable[[int, RawRequest], Coroutine[Any, Any, None]]
 Done = Callable[[int, RawRequest], None]
 
 
@@ -49,7 +50,7 @@ class ClientMonitor:
             await asyncio.sleep(tick)
             # Lateness counts only when a stream was open as the tick fell due or as it woke: a
             # stall with nothing to read distorts nothing.
-            if was_open or reads.open:
+            if was_open or (reads is not None and reads.open):
                 lag = max(perf() - due, 0.0) * 1000.0
                 lags.append(lag)
                 if lag > self._worst[0]:
@@ -197,8 +198,9 @@ async def _until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event)
     """Wait for every task, or cancel them all once ``stop`` is set (one wait, however many tasks)."""
     everything = asyncio.gather(*tasks, return_exceptions=True)
     stopper = asyncio.create_task(stop.wait())
+    waiters: set[asyncio.Future[Any]] = {everything, stopper}
     try:
-        await asyncio.wait({everything, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if not everything.done():
             for t in tasks:
                 t.cancel()

@@ -136,7 +136,7 @@ def compare(
         p50 = _quantile(0.5, delta)
         ttft_p50 = 1000.0 * p50 if p50 is not None else None
     mismatch = judged and (
-        generated <= 0 and client_tokens > 0 or diff is not None and abs(diff) > TOLERANCE
+        (generated <= 0 and client_tokens > 0) or (diff is not None and abs(diff) > TOLERANCE)
     )
     return ServerCounts(
         engine=after.engine,

@@ -184,7 +184,7 @@ class Sampler:
             return
         readings = [self.reader.sample(i) for i in range(len(self._samples))]
         with self._lock:
-            for buf, s in zip(self._samples, readings):
+            for buf, s in zip(self._samples, readings, strict=True):
                 buf.append(s)
 
     def _loop(self) -> None:
@@ -227,7 +227,8 @@ class Sampler:
         with self._lock:
             windows = [buf[pos:] for buf in self._samples]
         for i, win in enumerate(windows):
-            energy = (e1[i] - e0[i]) / 1000.0 if e0[i] is not None and e1[i] is not None else None
+            mj_start, mj_end = e0[i], e1[i]
+            energy = (mj_end - mj_start) / 1000.0 if mj_start is not None and mj_end is not None else None
             if energy is not None:
                 self._run_energy[i] += energy
             gpus.append(GpuCellTelemetry(
@@ -239,12 +240,13 @@ class Sampler:
                 throttle_reasons=sorted({r for s in win for r in s.throttle}),
                 energy_j=energy,
             ))
-        means = [g.power_draw_w.mean for g in gpus]
-        energies = [g.energy_j for g in gpus]
+        means = [g.power_draw_w.mean for g in gpus if g.power_draw_w.mean is not None]
+        energies = [g.energy_j for g in gpus if g.energy_j is not None]
         return CellTelemetry(
             available=True, window_s=t1 - t0, gpus=gpus, power_limit_w_per_gpu=list(self._limits),
-            power_draw_w_total_mean=sum(means) if all(m is not None for m in means) else None,
-            energy_j_total=sum(energies) if all(e is not None for e in energies) else None,
+            # A total only when every card has its figure.
+            power_draw_w_total_mean=sum(means) if len(means) == len(gpus) else None,
+            energy_j_total=sum(energies) if len(energies) == len(gpus) else None,
         )
 
     def run_summary(self) -> RunTelemetry:

@@ -11,12 +11,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; never a display
-import matplotlib.pyplot as plt  # noqa: E402
-from jinja2 import Environment, PackageLoader, select_autoescape  # noqa: E402
+import matplotlib.pyplot as plt
+from jinja2 import Environment, PackageLoader, select_autoescape
 
-from rigbook.bench.report import Written, write_report  # noqa: E402
-from rigbook.capacity.result import CapacityResult  # noqa: E402
-from rigbook.capacity.slo import KINDS  # noqa: E402
+from rigbook.bench.report import Written, write_report
+from rigbook.capacity.result import CapacityResult
+from rigbook.capacity.slo import KINDS
 
 
 def plot_capacity(result: CapacityResult, path: Path) -> Path:
@@ -40,7 +40,7 @@ def plot_capacity(result: CapacityResult, path: Path) -> Path:
             ]
             if pts:
                 ax.scatter(
-                    *zip(*pts),
+                    *zip(*pts, strict=True),
                     color=colour,
                     marker="o" if passed else "x",
                     label=f"{KINDS[term.name].label}" + ("" if passed else " (failed)"),
@@ -72,7 +72,7 @@ def plot_capacity(result: CapacityResult, path: Path) -> Path:
         (o.concurrency, o.aggregate_tok_s) for o in result.probes if o.aggregate_tok_s is not None
     ]
     if agg:
-        bottom.scatter(*zip(*agg), color=colours[0])
+        bottom.scatter(*zip(*agg, strict=True), color=colours[0])
     bottom.set_ylabel("aggregate tok/s")
     bottom.set_xlabel("users (concurrent requests)")
     if levels and levels[-1] / levels[0] >= 8:

@@ -5,7 +5,19 @@ from __future__ import annotations
 import typer
 
 from rigbook import __version__
-from rigbook.cli import agree, bench, capacity, check, codes, compare, hub, launch, needle, recipes, rig
+from rigbook.cli import (
+    agree,
+    bench,
+    capacity,
+    check,
+    codes,
+    compare,
+    hub,
+    launch,
+    needle,
+    recipes,
+    rig,
+)
 from rigbook.cli.output import run_main
 
 app = typer.Typer(

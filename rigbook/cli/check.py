@@ -8,8 +8,8 @@ import typer
 from rich.padding import Padding
 
 from rigbook.cli.output import JsonOption, console, emit, handled
-from rigbook.ports import parse_port
 from rigbook.launch import check as check_recipe
+from rigbook.ports import parse_port
 from rigbook.preflight.check import CheckReport
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.gpu_ids import gpu_indices, parse_gpu_ids

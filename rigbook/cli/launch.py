@@ -9,6 +9,8 @@ from pathlib import Path
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.endpoint import SmokeResult, base_url
+from rigbook.endpoint import smoke as smoke_endpoint
 from rigbook.errors import InputError
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
@@ -17,8 +19,6 @@ from rigbook.launch.api import up as launch_up
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
 from rigbook.launch.run import UpResult
-from rigbook.endpoint import SmokeResult, base_url
-from rigbook.endpoint import smoke as smoke_endpoint
 
 RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
                          "`up --dry-run` does not probe).")

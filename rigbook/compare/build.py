@@ -12,8 +12,8 @@ from itertools import combinations
 from pathlib import PurePath
 
 from rigbook.compare.derived import derive
-from rigbook.compare.quality import quality_pairs
 from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
+from rigbook.compare.quality import quality_pairs
 from rigbook.compare.rules import judge
 from rigbook.compare.sources import load_source
 from rigbook.compare.verdict import aspect_verdicts, summarise
@@ -77,7 +77,7 @@ def distinct_names(sources: list[Source]) -> list[Source]:
         if len(set(names)) == len(names) or depth >= longest:
             break
         depth += 1
-    return [s.model_copy(update={"name": n}) for s, n in zip(sources, names)]
+    return [s.model_copy(update={"name": n}) for s, n in zip(sources, names, strict=True)]
 
 
 def compare_sources(sources: list[Source]) -> Comparison:

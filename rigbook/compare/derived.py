@@ -11,20 +11,19 @@
 from __future__ import annotations
 
 from rigbook.compare.hardware import bandwidth_gb_s
-from rigbook.compare.model import Derived, Roofline
+from rigbook.compare.model import ComparedPoint, Derived, Roofline
 from rigbook.compare.weights import model_facts, quant_format
-from rigbook.recipe.schema import PerfPoint
 
 NO_SPECULATION = {"none", "off", "no"}
 
 
-def per_gpu(point: PerfPoint) -> float | None:
+def per_gpu(point: ComparedPoint) -> float | None:
     """Decode tok/s per GPU, when both numbers are known."""
     gpus = point.conditions.gpu_count
     return point.decode_tok_s / gpus if point.decode_tok_s is not None and gpus else None
 
 
-def tok_s_per_w(point: PerfPoint) -> tuple[float | None, str | None]:
+def tok_s_per_w(point: ComparedPoint) -> tuple[float | None, str | None]:
     """Tokens per joule from measured energy, or why there is none."""
     energy = point.conditions.energy_j_per_token
     if energy is None:
@@ -37,7 +36,7 @@ def tok_s_per_w(point: PerfPoint) -> tuple[float | None, str | None]:
     return 1.0 / energy, None
 
 
-def roofline(point: PerfPoint, model: str | None) -> tuple[Roofline | None, str | None]:
+def roofline(point: ComparedPoint, model: str | None) -> tuple[Roofline | None, str | None]:
     """Decode against the memory-bandwidth ceiling, or why it cannot be bounded."""
     c = point.conditions
     facts = model_facts(model)
@@ -77,7 +76,7 @@ def roofline(point: PerfPoint, model: str | None) -> tuple[Roofline | None, str 
                     pct_of_ceiling=100.0 * point.decode_tok_s / ceiling, assumptions=assumptions), None
 
 
-def derive(point: PerfPoint, model: str | None) -> Derived:
+def derive(point: ComparedPoint, model: str | None) -> Derived:
     """Every derived figure of one point."""
     tpw, no_tpw = tok_s_per_w(point)
     roof, no_roof = roofline(point, model)

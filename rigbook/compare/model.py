@@ -31,6 +31,8 @@ class ComparedConditions(PerfConditions):
 class ComparedPoint(PerfPoint):
     """A perf point as compare reads it: every condition resolved, none guessed."""
 
+    # Only points with a concurrency can be lined up, so only those are read.
+    concurrency: int = Field(ge=1)
     conditions: ComparedConditions = Field(default_factory=ComparedConditions)
 
 

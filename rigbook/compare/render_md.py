@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from rigbook.compare.model import Comparison
+from rigbook.compare.present import (
+    columns,
+    figure_line,
+    missing_notes,
+    overall_line,
+    reason_lines,
+    source_line,
+)
 from rigbook.compare.quality import quality_lines
-from rigbook.compare.present import columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 
 def render_md(comparison: Comparison) -> str:

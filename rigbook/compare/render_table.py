@@ -7,8 +7,16 @@ from rich.console import Console
 from rich.table import Table
 
 from rigbook.compare.model import Comparison
+from rigbook.compare.present import (
+    ceiling_line,
+    columns,
+    figure_line,
+    missing_notes,
+    overall_line,
+    reason_lines,
+    source_line,
+)
 from rigbook.compare.quality import quality_lines
-from rigbook.compare.present import ceiling_line, columns, figure_line, missing_notes, overall_line, reason_lines, source_line
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 

@@ -39,7 +39,7 @@ def _reason(outcome: Outcome, aspect: Aspect, energy_both: bool) -> Reason | Non
     else:
         severity = CAVEAT
     message = _message(outcome)
-    if outcome.special and aspect in rule.special.cost:
+    if outcome.special and rule.special and aspect in rule.special.cost:
         severity = rule.special.cost[aspect]
         message += f" ({rule.special.why})"
     elif aspect == "scaling" and rule.factor and outcome.kind == "differs":
@@ -95,7 +95,7 @@ def aspect_verdicts(outcomes: list[Outcome], a_tpw: float | None, b_tpw: float |
         figure = decode_ratio_pct
         if aspect == "power_efficiency":
             reasons += _energy_reasons(a_tpw, b_tpw)
-            figure = 100.0 * a_tpw / b_tpw if energy_both and b_tpw else None
+            figure = 100.0 * a_tpw / b_tpw if a_tpw is not None and b_tpw else None
         if aspect == "scaling":
             reasons += _two_factors(outcomes)
         reasons = _ordered(reasons)

@@ -32,6 +32,6 @@ def is_local(url: str) -> bool:
         infos = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    addresses = {info[4][0].split("%", 1)[0] for info in infos}
+    addresses = {str(info[4][0]).split("%", 1)[0] for info in infos}
     mine = _local_addresses()
     return any(ipaddress.ip_address(a).is_loopback or a in mine for a in addresses)

@@ -28,11 +28,13 @@ def _nice_max(value: float) -> float:
 
 def perf_chart(recipe: Recipe) -> str:
     """The chart as SVG markup, or an empty string when no point has both a concurrency and a decode rate."""
-    points = [p for p in recipe.perf_points if p.decode_tok_s is not None and p.concurrency is not None]
+    # (point, concurrency, decode tok/s) for each point that states both numbers.
+    points = [(p, p.concurrency, p.decode_tok_s) for p in recipe.perf_points
+              if p.decode_tok_s is not None and p.concurrency is not None]
     if not points:
         return ""
-    levels = sorted({p.concurrency for p in points})
-    y_max = _nice_max(max(p.decode_tok_s for p in points))
+    levels = sorted({c for _, c, _ in points})
+    y_max = _nice_max(max(v for _, _, v in points))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
     def x(c: int) -> float:  # concurrency on a log2 axis, levels spread evenly when there is one
@@ -55,18 +57,18 @@ def perf_chart(recipe: Recipe) -> str:
                  f'<text x="14" y="{TOP + plot_h / 2}" transform="rotate(-90 14 {TOP + plot_h / 2})" '
                  f'text-anchor="middle" font-size="12">decode tok/s (aggregate)</text>')
     for measured, colour, dash in ((False, CLAIMED_COLOUR, ' stroke-dasharray="6 4"'), (True, MEASURED_COLOUR, "")):
-        series = sorted((p for p in points if is_measured(p) == measured), key=lambda p: p.concurrency)
+        series = sorted((pt for pt in points if is_measured(pt[0]) == measured), key=lambda pt: pt[1])
         if not series:
             continue
-        best = {}
-        for p in series:
-            best[p.concurrency] = max(best.get(p.concurrency, 0), p.decode_tok_s)
+        best: dict[int, float] = {}
+        for _, c, v in series:
+            best[c] = max(best.get(c, 0), v)
         path = " ".join(f"{x(c):.1f},{y(v):.1f}" for c, v in sorted(best.items()))
         parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
-        for p in series:
-            cond = ", ".join(f"{k}={v}" for k, v in shown_conditions(effective_conditions(recipe, p)))
-            tip = escape(f"{'measured' if measured else 'claimed'}: {tok_s(p.decode_tok_s)} tok/s at c={p.concurrency}; {cond}")
-            cx, cy = x(p.concurrency), y(p.decode_tok_s)
+        for p, c, v in series:
+            cond = ", ".join(f"{k}={val}" for k, val in shown_conditions(effective_conditions(recipe, p)))
+            tip = escape(f"{'measured' if measured else 'claimed'}: {tok_s(v)} tok/s at c={c}; {cond}")
+            cx, cy = x(c), y(v)
             shape = (f'<rect x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" fill="{colour}">' if measured
                      else f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="#fff" stroke="{colour}" stroke-width="2">')
             parts.append(shape + f"<title>{tip}</title>" + ("</rect>" if measured else "</circle>"))

@@ -7,8 +7,8 @@ from pydantic import BaseModel
 from rigbook.errors import InputError, LaunchError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
-from rigbook.launch.supervisor import group_members, probe_ready
 from rigbook.launch.run import teardown
+from rigbook.launch.supervisor import group_members, probe_ready
 
 
 class RunStatus(BaseModel):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from rigbook.launch.plan import GpuRef, Target
 
@@ -35,7 +36,7 @@ def docker_gpus(target: Target) -> str:
     return f'"device={gpu_list(target.gpus, target.by_uuid)}"'
 
 
-def gpu_env_defaults(environ: dict[str, str] | None = None) -> dict[str, str]:
+def gpu_env_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The multicast-off defaults that the user's environment does not already set."""
     environ = os.environ if environ is None else environ
     return {k: v for k, v in GPU_ENV_DEFAULTS.items() if k not in environ}

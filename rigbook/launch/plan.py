@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -61,7 +61,7 @@ class Download(BaseModel):
     files: list[str] | None = None
 
 
-class StepKind(str, Enum):
+class StepKind(StrEnum):
     check = "check"
     engine = "engine"
     weights = "weights"

@@ -9,8 +9,8 @@ from rigbook.errors import InputError
 from rigbook.home import rigbook_home
 from rigbook.launch.engines import engine_for
 from rigbook.launch.engines.base import step
-from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
+from rigbook.launch.plan import Download, GpuRef, Plan, Step, StepKind, Target
 from rigbook.launch.safety import (
     check_allow_names,
     describe,
@@ -23,8 +23,8 @@ from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
 from rigbook.ports import parse_port
-from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.preflight.finding import Finding
+from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe
 from rigbook.rig.gpu_ids import parse_gpu_ids
 

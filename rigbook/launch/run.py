@@ -10,6 +10,7 @@ from collections.abc import Callable
 import psutil
 from pydantic import BaseModel, Field
 
+from rigbook.endpoint.smoke import SmokeResult, smoke
 from rigbook.errors import InputError, LaunchError, RigbookError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
@@ -17,7 +18,6 @@ from rigbook.launch.engines import engine_for
 from rigbook.launch.logscan import log_size
 from rigbook.launch.plan import LaunchCommand, Plan, StepKind
 from rigbook.launch.safety import refuse_unless_allowed
-from rigbook.endpoint.smoke import SmokeResult, smoke
 from rigbook.launch.screen import target_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.supervisor import start, stop_group, wait_ready

@@ -154,7 +154,8 @@ def _bind_source(option: str, value: str) -> str | None:
         fields = _mount_fields(value)
         kind = (fields.get("type") or ["volume"])[-1].lower()
         if kind == "bind":
-            return (fields.get("source") or fields.get("src") or [None])[-1]
+            sources = fields.get("source") or fields.get("src")
+            return sources[-1] if sources else None
         # The local volume driver binds a host path too: volume-opt=o=bind,volume-opt=device=/PATH.
         options = dict(opt.partition("=")[::2] for opt in fields.get("volume-opt", []))
         if kind == "volume" and "device" in options:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import psutil
 from pydantic import BaseModel, Field, ValidationError
@@ -51,7 +51,7 @@ def process_alive(pid: int, create_time: float | None = None) -> bool:
 
 def now_iso() -> str:
     """The current time, ISO 8601 with the UTC offset."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # A launch name is also a file name under RIGBOOK_HOME: no '/', no leading '.', so it cannot reach outside.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -48,10 +49,8 @@ def group_members(pgid: int) -> list[psutil.Process]:
 def stop_group(pgid: int, *, grace_s: float = 15.0, child: subprocess.Popen | None = None) -> bool:
     """SIGTERM the group, SIGKILL what is left after ``grace_s``; True when nothing of it remains."""
     for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, sig)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if child is not None:

@@ -20,7 +20,8 @@ class Finding(BaseModel):
     def make(cls, code: Code | str, message: str, *, gpus: list[int] | None = None, remedy: str | None = None,
              severity: Severity | None = None) -> Finding:
         """A finding for a registered code, with the registry's severity and remedy by default."""
-        entry = CODES[as_code(code)]
+        code = as_code(code)
+        entry = CODES[code]
         return cls(code=code, severity=severity or entry.severity, gpus=gpus or [], message=message,
                    remedy=remedy or entry.remedy)
 

@@ -33,7 +33,7 @@ def needle_claim(point: PerfPoint) -> PerfPoint | None:
         return None
     tokens = int(found["tokens"].replace(",", ""))
     facts = found["facts"]
-    n_facts = None if facts in (None, "all") else _COUNTS.get(facts.lower(), None) or int(facts)
+    n_facts = None if facts in (None, "all") else _COUNTS.get(facts.lower()) or int(facts)
     passed = 1 if found["verdict"].lower() == "pass" else 0
     measure = QualityMeasure(
         test="needle",

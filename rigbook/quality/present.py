@@ -57,7 +57,7 @@ def agree_line(i: int, o: QuestionOutcome) -> str:
 
     def side(a) -> str:
         mark = "" if a.correct is None else (" ✓" if a.correct else " ✗")
-        return a.error and "error" or f"{a.letter or '-'}{mark}"
+        return (a.error and "error") or f"{a.letter or '-'}{mark}"
 
     same = "same" if o.a.letter == o.b.letter and not o.failed else "[yellow]differ[/]"
     return f"{i + 1:4d} {o.id}: gold {o.gold or '-'}  A {side(o.a)}  B {side(o.b)}  {same}"

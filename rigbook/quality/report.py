@@ -13,10 +13,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; never a display
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from rigbook.bench.report import Written  # noqa: E402
-from rigbook.quality.result import AgreeResult, NeedleResult, QualityResult  # noqa: E402
+from rigbook.bench.report import Written
+from rigbook.quality.result import AgreeResult, NeedleResult, QualityResult
 
 
 def _needle_grid(result: NeedleResult, path: Path) -> Path:

@@ -55,8 +55,9 @@ def container_hint(root: Path = Path("/")) -> str | None:
     for word in _CONTAINER_CGROUP_WORDS:
         if word in cgroup:
             return f"/proc/1/cgroup mentions {word}"
-    if os.environ.get("container"):
-        return f"$container={os.environ['container']}"
+    # systemd and podman set the lower-case variable.
+    if os.environ.get("container"):  # noqa: SIM112
+        return f"$container={os.environ['container']}"  # noqa: SIM112
     return None
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rigbook.rig.disk import default_models_dir, probe_disk
 from rigbook.rig.docker import probe_docker
@@ -19,9 +20,9 @@ from rigbook.rig.tools import probe_tools
 NVML_TIMEOUT_S = 60.0
 
 
-def rig_from_nvml(reading: NvmlReading, **sections: object) -> Rig:
+def rig_from_nvml(reading: NvmlReading, **sections: Any) -> Rig:
     """A Rig from an NVML reading plus the host sections (``host=``, ``docker=`` …), stamped now."""
-    return Rig(taken_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), source="probe",
+    return Rig(taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), source="probe",
                driver=reading.driver, gpus=reading.gpus, pairs=reading.pairs, reason=reading.reason,
                errors=list(reading.errors), **sections)
 

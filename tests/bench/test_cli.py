@@ -41,9 +41,9 @@ def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
     assert summary["result"] == str(out) and Path(summary["journal"]).is_file()
     result = load_result(out)
     served = httpx.get(url + "/_record").json()["requests"]
-    for cell, own in zip(result.cells, (served[:4], served[4:])):
+    for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
-        for c, s in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in own)):
+        for c, s in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in own), strict=True):
             assert within(c, s, 0.01)
         agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
         assert within(cell.metrics.aggregate_tok_s, agg, 0.01)

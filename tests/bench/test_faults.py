@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 
 import pytest
@@ -60,8 +61,9 @@ def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
         cell.model_copy(update={"valid": False, "client_bound": True}),
         cell.model_copy(update={"valid": False, "cut_short": True}),
     ]
-    console = Console(width=80, record=True, file=open("/dev/null", "w"))
-    console.print(result_table(result.model_copy(update={"cells": cells})))
+    with open(os.devnull, "w") as devnull:
+        console = Console(width=80, record=True, file=devnull)
+        console.print(result_table(result.model_copy(update={"cells": cells})))
     lines = console.export_text().splitlines()
     assert all(len(line) <= 80 for line in lines)
     rows = [ln for ln in lines if ln.lstrip().startswith("4096")]

@@ -35,15 +35,15 @@ def record(url: str) -> list[dict]:
 
 
 def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[1, 4], requests=4, max_tokens=160)
     served = record(url)
     assert len(served) == 8
-    for cell, own in zip(result.cells, (served[:4], served[4:])):
+    for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
         client_rates = sorted(r.decode_tok_s for r in cell.requests)
         server_rates = sorted(r["decode_tok_s"] for r in own)
-        for c, sv in zip(client_rates, server_rates):
+        for c, sv in zip(client_rates, server_rates, strict=True):
             assert within(c, sv, 0.01), (c, sv)
         assert within(cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01)
         tokens = sum(r["tokens"] for r in own)
@@ -65,7 +65,7 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
 
     assert [p.concurrency for p in result.perf_points] == [c.concurrency for c in result.cells
                                                           if not c.client_bound]
-    p1, p4 = (perf_point(c, result.conditions, {}) for c in result.cells)
+    _p1, p4 = (perf_point(c, result.conditions, {}) for c in result.cells)
     assert p4.concurrency == 4 and p4.decode_tok_s == four.metrics.aggregate_tok_s
     assert p4.per_request_decode_tok_s_median == four.metrics.per_request_decode_tok_s.p50
     assert p4.claimed_by == "measured" and p4.conditions.reply_tokens == 160
@@ -76,18 +76,18 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
 
 @pytest.mark.parametrize("model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_length")])
 def test_token_source_is_recorded(server, tmp_path, model, source):
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90)
     cell = result.cells[0]
     assert cell.valid and cell.token_count_source == source
     # Three tokens a chunk: with the final usage, or with none but a "length" finish, every token counts.
     assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
-    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url))):
+    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url)), strict=True):
         assert within(c, sv, 0.01)
 
 
 def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", model="synthetic-reasoning", concurrency=[1], requests=1, max_tokens=60)
     cell = result.cells[0]
     rec = cell.requests[0]
@@ -104,7 +104,7 @@ def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
     ("synthetic-drop", "dropped"),
 ])
 def test_each_failure_marks_the_cell_invalid(server, tmp_path, model, reason):
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", model=model, concurrency=[1], requests=3, max_tokens=60, stall_timeout_s=0.5)
     cell = result.cells[0]
     assert not cell.valid
@@ -114,7 +114,7 @@ def test_each_failure_marks_the_cell_invalid(server, tmp_path, model, reason):
 
 
 def test_sustained_counts_only_tokens_inside_the_window(server, tmp_path):
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[2], duration_s=1.0, max_tokens=200)
     cell = result.cells[0]
     assert cell.mode == "sustained" and cell.valid
@@ -126,14 +126,14 @@ def test_sustained_counts_only_tokens_inside_the_window(server, tmp_path):
 
 def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
     """400 tokens at 320 tok/s take 1.25 s; a 0.4 s window cuts every stream, and that is no failure."""
-    s, url = server
+    _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[2], duration_s=0.4, max_tokens=400)
     cell = result.cells[0]
     assert cell.valid, cell.invalid_reasons
     assert cell.requests and all(r.cut_at_window for r in cell.requests)
     assert cell.metrics.requests_ok == 2 and cell.metrics.requests_failed == 0
     # The cut streams' rates are the server's own (it stopped sending when the client hung up).
-    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url))):
+    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url)), strict=True):
         assert within(c, sv, 0.02), (c, sv)
     assert 0.8 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
     assert [p.concurrency for p in result.perf_points] == ([] if cell.client_bound else [2])

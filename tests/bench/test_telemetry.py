@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ def _replay_cell(reader=lambda clock: ReplayReader.from_fixture(FIXTURE, clock=c
 
 
 def _counter_at(samples, t):
-    for a, b in zip(samples, samples[1:]):
+    for a, b in itertools.pairwise(samples):
         if a["t"] <= t <= b["t"]:
             return a["energy_mj"] + (b["energy_mj"] - a["energy_mj"]) * (t - a["t"]) / (b["t"] - a["t"])
     raise AssertionError(t)

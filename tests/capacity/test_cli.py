@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_capacity_report_and_compare(cliff, tmp_path):
     assert report.returncode == 0, report.stderr
     written = json.loads(report.stdout)
     assert any(p.endswith("capacity.png") for p in written["plots"])
-    page = open(written["report"], encoding="utf-8").read()
+    page = Path(written["report"]).read_text(encoding="utf-8")
     assert a["sentence"] in page and "![capacity](capacity.png)" in page
     assert os.path.getsize(next(p for p in written["plots"] if p.endswith("capacity.png"))) > 10_000
 

@@ -151,7 +151,7 @@ def test_never_pushes_past_the_first_failing_level(server, tmp_path):
 
 @pytest.mark.parametrize("server", [CLIFF], indirect=True)
 def test_every_level_passing_is_a_lower_bound(server, tmp_path):
-    curve, url = server
+    _curve, url = server
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90", max_concurrency=6)
     assert result.answer.users == 6 and result.answer.lower_bound
     assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 6]
@@ -162,7 +162,7 @@ def test_every_level_passing_is_a_lower_bound(server, tmp_path):
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
 def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
-    curve, url = server
+    _curve, url = server
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=500")
     assert result.answer.users == 0 and [p.concurrency for p in result.probes] == [1]
     assert result.probes[0].stopped_early
@@ -174,7 +174,7 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
 def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
-    curve, url = server
+    _curve, url = server
     out = tmp_path / "c.json"
     result = capacity(url, out, "per_user_tok_s>=27")
     loaded = load_capacity(out)
@@ -193,7 +193,7 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
     reading = next(r for r in loaded.probes[0].readings if r.term == "per_user_tok_s")
     assert reading.value == loaded.bench.cells[0].metrics.per_request_decode_tok_s.p50
     # Each probe is a bench run of its own: its result and journal sit beside the capacity result.
-    for probe, cell in zip(loaded.probes, loaded.bench.cells):
+    for probe, cell in zip(loaded.probes, loaded.bench.cells, strict=True):
         own = load_result(tmp_path / probe.result_file)
         assert [len(c.requests) for c in own.cells] == [len(cell.requests)]
         journal = tmp_path / probe.result_file.replace(".json", ".journal.jsonl")
@@ -205,7 +205,7 @@ def test_result_file_keeps_every_probe_the_slo_and_the_point(server, tmp_path):
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
 def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
     """Ctrl-C (the stop event) after two probes: the file holds them; the answer is incomplete."""
-    curve, url = server
+    _curve, url = server
     out = tmp_path / "c.json"
     result = capacity(url, out, "per_user_tok_s>=27", stop_after=2)
     assert [p.verdict for p in result.probes] == ["pass", "pass", "stopped"]

@@ -65,7 +65,7 @@ def run(rate, slo="per_user_tok_s>=50", **settings):
 
 
 def test_doubling_then_bisection_then_reruns():
-    probe, outcomes = run(lambda c, r: 100 / c**0.5)  # 50 tok/s at 4 users, 44.7 at 5
+    _probe, outcomes = run(lambda c, r: 100 / c**0.5)  # 50 tok/s at 4 users, 44.7 at 5
     assert [o.concurrency for o in outcomes] == [1, 2, 4, 8, 6, 5, 4, 4]
     assert [o.purpose for o in outcomes][-2:] == ["rerun", "rerun"]
     # A failing probe stops once its median is decided: at 8 users (24 requests), 13 slow ones.
@@ -75,7 +75,7 @@ def test_doubling_then_bisection_then_reruns():
 
 def test_a_failed_rerun_lowers_the_answer_and_is_never_averaged_away():
     # 6 users pass the first time, then fail on their re-run; 5 always pass.
-    probe, outcomes = run(lambda c, r: 60 if c <= 5 else (55 if c == 6 and r == 0 else 40))
+    _probe, outcomes = run(lambda c, r: 60 if c <= 5 else (55 if c == 6 and r == 0 else 40))
     assert [o.concurrency for o in outcomes] == [1, 2, 4, 8, 6, 7, 6, 5, 5, 5]
     refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
     assert [o.concurrency for o in refuted] == [6]

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigbook.bench.result import (BenchResult, Cell, CellMetrics, CellTelemetry, Conditions, Distribution,
-                                  GpuCellTelemetry, GpuRunTelemetry, ProfileRef, RunTelemetry, save_result)
+from rigbook.bench.result import (
+    BenchResult,
+    Cell,
+    CellMetrics,
+    CellTelemetry,
+    Conditions,
+    Distribution,
+    GpuCellTelemetry,
+    GpuRunTelemetry,
+    ProfileRef,
+    RunTelemetry,
+    save_result,
+)
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 from rigbook.rig.model import GpuSummary, RigSummary
 

@@ -9,7 +9,6 @@ from rigbook.compare.hardware import bandwidth_gb_s, card_table
 from rigbook.compare.weights import model_facts, quant_format, quant_table
 from rigbook.recipe.schema import PerfConditions, PerfPoint
 
-
 POINT_FIELDS = {"concurrency", "context_len", "decode_tok_s"}
 
 

@@ -44,13 +44,13 @@ def test_each_failed_answer_is_the_class_its_code_names(status, body, cls, code)
 
 
 def test_a_server_failure_keeps_the_hubs_own_code_and_a_rate_limit_says_how_long():
-    with serve(_answer(503, _hub_error("E_DB", "the database is down"))) as url:
-        with pytest.raises(HubServerError) as caught:
-            HubClient(url).get_recipe("x")
+    with serve(_answer(503, _hub_error("E_DB", "the database is down"))) as url, \
+            pytest.raises(HubServerError) as caught:
+        HubClient(url).get_recipe("x")
     assert "E_DB: the database is down" in caught.value.message
-    with serve(_answer(429, _hub_error("E_RATE_LIMIT", "slow down"), {"Retry-After": "7"})) as url:
-        with pytest.raises(RateLimited) as limited:
-            HubClient(url, token="rbk_x").publish_recipe({})
+    with serve(_answer(429, _hub_error("E_RATE_LIMIT", "slow down"), {"Retry-After": "7"})) as url, \
+            pytest.raises(RateLimited) as limited:
+        HubClient(url, token="rbk_x").publish_recipe({})
     assert "Retry-After: 7 s" in limited.value.message
 
 

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from rigbook.errors import LaunchError
-from rigbook.launch.planner import build_plan
 from rigbook.launch.plan import LaunchCommand
+from rigbook.launch.planner import build_plan
 from rigbook.launch.supervisor import group_members, start, stop_group, wait_ready
 from rigbook.recipe import EMBEDDED_SLUG, get_recipe
 from tests.conftest import free_port

@@ -69,7 +69,7 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
             "else:\n    sys.exit(3)\n")
     marks = [tmp_path / "first.mark", tmp_path / "second.mark"]
     paths = [script_recipe(tmp_path, slug, slow, dry_run_env={"DRY_RUN": "1"}, env={"MARK": str(mark)})
-             for slug, mark in zip(("first", "second"), marks)]
+             for slug, mark in zip(("first", "second"), marks, strict=True)]
     first = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(paths[0]), "--yes", "--json",
                               "--allow", "env:MARK"],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -98,7 +98,7 @@ def test_the_token_of_hf_auth_login_is_honoured(tmp_path):
     token_file = tmp_path / "hf-home" / "token"
     token_file.parent.mkdir(parents=True, exist_ok=True)
     token_file.write_text("hf_good")
-    assert constants.HF_TOKEN_PATH == str(token_file)
+    assert str(token_file) == constants.HF_TOKEN_PATH
     with stub_hub(StubRepo(REPO, PIN, FILES, gated=True, token="hf_good")) as url:
         fetch(url, tmp_path / "w")
     assert (tmp_path / "w" / "config.json").exists()

@@ -7,11 +7,11 @@ import socket
 import pytest
 
 from rigbook.errors import InputError
-from rigbook.rig.cards import parse_card, primary_variant
 from rigbook.preflight.check import check_recipe
 from rigbook.preflight.memory_need import memory_need
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import DriverFloor, Requirements
+from rigbook.rig.cards import parse_card, primary_variant
 from rigbook.rig.model import Disk, P2PTest, load_rig
 from rigbook.rig.nvml import read_nvml
 from rigbook.rig.probe import rig_from_nvml

@@ -44,7 +44,7 @@ def test_saved_rig_gpus_option():
     assert result.exit_code == 2
     report = json.loads(result.stdout)
     assert report["gpus"] == [2, 3]
-    assert [f["code"] for f in report["findings"]][0] == "E_GPU_MEMORY"
+    assert next(f["code"] for f in report["findings"]) == "E_GPU_MEMORY"
 
 
 def test_bad_gpus_option_is_coded_error():

@@ -68,10 +68,10 @@ def stub_hub(tmp_path, monkeypatch):
             if with_body:
                 self.wfile.write(data)
 
-        def do_HEAD(self):  # noqa: N802 - http.server's naming
+        def do_HEAD(self):
             self._answer(False)
 
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self._answer(True)
 
         def log_message(self, *args):

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from rigbook.cli.app import app
 from rigbook.errors import RigbookError
+from rigbook.launch import check as check_recipe
 from rigbook.launch.planner import build_plan
 from rigbook.launch.run import refuse_unsafe
-from rigbook.launch import check as check_recipe
 from rigbook.recipe import load_recipe_file
 from rigbook.rig.model import load_rig
 from tests.launch.helpers import RIG_2X

@@ -15,10 +15,11 @@ the container serves the pinned files instead of downloading the branch head.
 from __future__ import annotations
 
 import shutil
+from typing import ClassVar
 
+from rigbook.launch.docker_args import drop_docker_options
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
-from rigbook.launch.docker_args import drop_docker_options
 from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.rules import Danger
@@ -49,7 +50,7 @@ def container_name(target: Target) -> str:
 
 class DockerEngine(Engine):
     kind = "docker"
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(
             code="E_ENGINE_MISSING",
             pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",

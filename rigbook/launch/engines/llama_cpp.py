@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 from rigbook.errors import LaunchError, RecipeInvalid
 from rigbook.launch.engines.base import Engine, step
@@ -19,12 +20,12 @@ def package_dir(package: str) -> Path | None:
     found = importlib.util.find_spec(package)
     if found is None or not found.submodule_search_locations:
         return None
-    return Path(list(found.submodule_search_locations)[0])
+    return Path(next(iter(found.submodule_search_locations)))
 
 
 class LlamaCppEngine(Engine):
     kind = "llama_cpp"
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(code="E_ENGINE_MISSING", pattern=r"No module named 'llama_cpp'|No module named 'sse_starlette'|No module named 'starlette_context'",
                    why="llama-cpp-python (with its [server] extra) is not installed"),
     ]

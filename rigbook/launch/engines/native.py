@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from typing import ClassVar
 
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
-from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.launch.plan import StepKind, Target
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
@@ -16,7 +17,7 @@ class NativeEngine(Engine):
 
     program: str
     #: Options rigbook sets itself (host, port): the recipe's values are author-side.
-    mapped_options = {"--host", "--port"}
+    mapped_options: ClassVar[set[str]] = {"--host", "--port"}
 
     def local_model(self, recipe: Recipe, spec: VllmLaunch | SglangLaunch, target: Target) -> str:
         """The fetched weights folder when the recipe pins the model's repository, else the model as written."""

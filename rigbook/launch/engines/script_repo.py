@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import ClassVar
 
 from rigbook.errors import InputError
 from rigbook.home import rigbook_home
@@ -27,7 +28,7 @@ from rigbook.recipe.schema import Recipe, ScriptRepoLaunch
 
 class ScriptRepoEngine(Engine):
     kind = "script_repo"
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(
             code="E_P2P", pattern=r"\bE_P2P\b", why="the script reported a CUDA peer-access problem"
         ),

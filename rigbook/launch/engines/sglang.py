@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from typing import ClassVar
 
 from rigbook.launch.engines.native import NativeEngine
 from rigbook.launch.logscan import LogPattern
@@ -14,7 +15,7 @@ from rigbook.recipe.schema import Recipe, SglangLaunch
 class SglangEngine(NativeEngine):
     kind = "sglang"
     program = "python"
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(code="E_ENGINE_MISSING", pattern=r"No module named 'sglang'", why="SGLang is not installed"),
     ]
 

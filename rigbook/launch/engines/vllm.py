@@ -20,6 +20,7 @@ import subprocess
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 from pydantic import BaseModel
@@ -114,7 +115,7 @@ class VllmEngine(NativeEngine):
     ready_paths = ("/health", "/v1/models")
     # From real vLLM 0.32 (CPU build) logs of each failure, provoked on purpose
     # (tests/fixtures/vllm-logs/); the port taken is a common pattern (E_PORT).
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(
             code="E_ENGINE_MISSING",
             pattern=r"vllm: command not found|No module named 'vllm'",

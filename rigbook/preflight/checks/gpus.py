@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rigbook.rig.cards import parse_card, primary_variant, variant_label
 from rigbook.preflight.context import CheckContext, gpu_list
 from rigbook.preflight.finding import Finding
 from rigbook.preflight.memory_need import memory_need
+from rigbook.rig.cards import parse_card, primary_variant, variant_label
 from rigbook.rig.model import Gpu
 
 
@@ -49,10 +49,10 @@ def check_model(ctx: CheckContext) -> list[Finding]:
     findings = [Finding.make("E_GPU_MODEL", f"{gpu_list(idx)}: {name}; the recipe is for {' or '.join(cards)}", gpus=idx)
                 for name, idx in wrong.items()]
     for name, idx in variant.items():
-        have = variant_label(parse_card(name))
+        have_variant = variant_label(parse_card(name))
         want = " or ".join(variant_label(w) for w in wanted)
         findings.append(Finding.make(
-            "W_GPU_VARIANT", f"{gpu_list(idx)}: {name} is the {have} variant; the recipe's card is {' or '.join(cards)} ({want})",
+            "W_GPU_VARIANT", f"{gpu_list(idx)}: {name} is the {have_variant} variant; the recipe's card is {' or '.join(cards)} ({want})",
             gpus=idx))
     return findings
 

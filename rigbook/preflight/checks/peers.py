@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rigbook.codes import CODES
+from rigbook.codes import CODES, Code
 from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
 from rigbook.rig.model import GpuPair, P2PTest, Rig
@@ -37,7 +37,7 @@ def check_p2p(ctx: CheckContext, test: P2PTest | None) -> list[Finding]:
     if not ctx.needs_p2p:
         return []
     hints = _hints(ctx.rig)
-    remedy = CODES["E_P2P"].remedy + (f" On this rig: {hints}." if hints else "")
+    remedy = CODES[Code.E_P2P].remedy + (f" On this rig: {hints}." if hints else "")
     findings = []
     for a, b in ctx.tp_pairs:
         pair = ctx.rig.pair(a, b)
