@@ -52,12 +52,20 @@ class RigbookError(Exception):
     def __new__(cls, code: Code | str, *args: Any, **kwargs: Any) -> RigbookError:
         wanted = error_class(as_code(code))
         if not issubclass(wanted, cls):
-            raise TypeError(f"{code} is raised as {wanted.__name__}, not {cls.__name__}; write "
-                            f"{wanted.__name__}({code!r}, ...) or RigbookError({code!r}, ...)")
+            raise TypeError(
+                f"{code} is raised as {wanted.__name__}, not {cls.__name__}; write "
+                f"{wanted.__name__}({code!r}, ...) or RigbookError({code!r}, ...)"
+            )
         return super().__new__(wanted)
 
-    def __init__(self, code: Code | str, message: str, remedy: str | None = None, *,
-                 details: list[str] | None = None):
+    def __init__(
+        self,
+        code: Code | str,
+        message: str,
+        remedy: str | None = None,
+        *,
+        details: list[str] | None = None,
+    ):
         self.code = as_code(code)
         self.message = message
         self.remedy = remedy if remedy is not None else CODES[self.code].remedy
@@ -70,8 +78,9 @@ class RigbookError(Exception):
 
     def body(self) -> ErrorBody:
         """The error as the model the CLI's ``--json``, the hub API and the hub client share."""
-        return ErrorBody(code=self.code, message=self.message, remedy=self.remedy,
-                         details=self.details)
+        return ErrorBody(
+            code=self.code, message=self.message, remedy=self.remedy, details=self.details
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The error as the JSON value of :meth:`body`."""
@@ -129,9 +138,21 @@ class InternalError(RigbookError):
 
 
 _CLASSES: dict[str, type[RigbookError]] = {
-    c.__name__: c for c in (RigbookError, InputError, RecipeInvalid, FetchError, EnvironmentProblem,
-                            LaunchError, EndpointError, HubError, AuthError, RateLimited,
-                            HubServerError, InternalError)
+    c.__name__: c
+    for c in (
+        RigbookError,
+        InputError,
+        RecipeInvalid,
+        FetchError,
+        EnvironmentProblem,
+        LaunchError,
+        EndpointError,
+        HubError,
+        AuthError,
+        RateLimited,
+        HubServerError,
+        InternalError,
+    )
 }
 _unknown = {info.raises for info in CODES.values() if info.raises and info.raises not in _CLASSES}
 if _unknown:

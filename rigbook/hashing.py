@@ -15,7 +15,9 @@ from typing import Any
 
 def canonical_json(value: Any) -> bytes:
     """Serialise a JSON value to its canonical bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def content_hash(value: Any) -> str:

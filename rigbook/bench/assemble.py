@@ -12,6 +12,7 @@ from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
 T = TypeVar("T")
 
+
 def _one(values: Sequence[T | None]) -> T | None:
     """The value when every entry agrees, else None (a mixed set is not one condition)."""
     vals = [v for v in values if v is not None]

@@ -29,17 +29,29 @@ class Profile(BaseModel):
     description: str
     temperature: float
     top_p: float
-    thinking: bool = Field(description="Reasoning on or off; off is sent as chat_template_kwargs the engines read.")
+    thinking: bool = Field(
+        description="Reasoning on or off; off is sent as chat_template_kwargs the engines read."
+    )
     max_tokens: int = Field(ge=1)
-    hold_length: bool = Field(description="Ask the engine to run every reply to max_tokens (ignore_eos, min_tokens) and verify it did.")
+    hold_length: bool = Field(
+        description="Ask the engine to run every reply to max_tokens (ignore_eos, min_tokens) and verify it did."
+    )
     prompt_set: str = Field(description="File under rigbook/bench/data/ holding the prompts.")
     workload: str
     concurrency: tuple[int, ...]
     mode: Literal["burst", "sustained"] = "burst"
-    requests_per_level: int = Field(ge=1, description="Burst: requests per concurrency level, at least the level itself.")
-    duration_s: float = Field(gt=0, description="Sustained: seconds of measurement window per level.")
-    warmup: int = Field(ge=0, description="Requests sent one at a time before measuring; not counted.")
-    stall_timeout_s: float = Field(gt=0, description="A stream silent this long has stalled: the request fails.")
+    requests_per_level: int = Field(
+        ge=1, description="Burst: requests per concurrency level, at least the level itself."
+    )
+    duration_s: float = Field(
+        gt=0, description="Sustained: seconds of measurement window per level."
+    )
+    warmup: int = Field(
+        ge=0, description="Requests sent one at a time before measuring; not counted."
+    )
+    stall_timeout_s: float = Field(
+        gt=0, description="A stream silent this long has stalled: the request fails."
+    )
 
     def content_hash(self) -> str:
         """Hash of every value and of the prompt texts: the one a test pins to the version."""
@@ -52,26 +64,49 @@ class Profile(BaseModel):
 
 @cache
 def _prompt_set(name: str) -> list[str]:
-    return json.loads(files("rigbook.bench").joinpath("data", name).read_text(encoding="utf-8"))["prompts"]
+    return json.loads(files("rigbook.bench").joinpath("data", name).read_text(encoding="utf-8"))[
+        "prompts"
+    ]
 
 
 # (name, version) -> profile. Never edit a shipped entry: add a new version.
 _PROFILES: dict[tuple[str, int], Profile] = {
     ("seed", 1): Profile(
-        name="seed", version=1,
+        name="seed",
+        version=1,
         description="As the seed guide measured: temperature 0, top_p 1, thinking off, 400-token prose replies, one request vs four.",
-        temperature=0.0, top_p=1.0, thinking=False, max_tokens=400, hold_length=True,
-        prompt_set="prompts_prose_v1.json", workload="prose", concurrency=(1, 4),
-        requests_per_level=8, duration_s=60.0, warmup=1, stall_timeout_s=60.0,
+        temperature=0.0,
+        top_p=1.0,
+        thinking=False,
+        max_tokens=400,
+        hold_length=True,
+        prompt_set="prompts_prose_v1.json",
+        workload="prose",
+        concurrency=(1, 4),
+        requests_per_level=8,
+        duration_s=60.0,
+        warmup=1,
+        stall_timeout_s=60.0,
     ),
     ("quick", 1): Profile(
-        name="quick", version=1,
+        name="quick",
+        version=1,
         description="For CPUs and CI: short 48-token prose replies, few requests, concurrency 1 and 2.",
-        temperature=0.0, top_p=1.0, thinking=False, max_tokens=48, hold_length=True,
-        prompt_set="prompts_prose_v1.json", workload="prose", concurrency=(1, 2),
-        requests_per_level=2, duration_s=10.0, warmup=1, stall_timeout_s=60.0,
+        temperature=0.0,
+        top_p=1.0,
+        thinking=False,
+        max_tokens=48,
+        hold_length=True,
+        prompt_set="prompts_prose_v1.json",
+        workload="prose",
+        concurrency=(1, 2),
+        requests_per_level=2,
+        duration_s=10.0,
+        warmup=1,
+        stall_timeout_s=60.0,
     ),
 }
+
 
 def list_profiles() -> list[Profile]:
     """Every shipped profile version."""
@@ -86,5 +121,7 @@ def get_profile(name: str, version: int | None = None) -> Profile:
         raise InputError("E_INPUT", f"no bench profile named {name!r}", f"Use one of: {known}.")
     chosen = versions[-1] if version is None else version
     if chosen not in versions:
-        raise InputError("E_INPUT", f"profile {name!r} has no version {version}", f"Versions: {versions}.")
+        raise InputError(
+            "E_INPUT", f"profile {name!r} has no version {version}", f"Versions: {versions}."
+        )
     return _PROFILES[(name, chosen)]

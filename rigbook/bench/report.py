@@ -32,7 +32,12 @@ def _plot_rates(result: BenchResult, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [c.concurrency for c in cells]
     ax.plot(xs, _gaps([c.metrics.aggregate_tok_s for c in cells]), "o-", label="aggregate tok/s")
-    ax.plot(xs, _gaps([c.metrics.per_request_decode_tok_s.p50 for c in cells]), "s--", label="per-request median tok/s")
+    ax.plot(
+        xs,
+        _gaps([c.metrics.per_request_decode_tok_s.p50 for c in cells]),
+        "s--",
+        label="per-request median tok/s",
+    )
     ax.set_xlabel("concurrency")
     ax.set_ylabel("tokens / s")
     ax.set_xticks(xs or [1])
@@ -50,7 +55,12 @@ def _plot_distribution(result: BenchResult, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     for c in result.cells:
         rates = [r.decode_tok_s for r in c.requests if r.ok and r.decode_tok_s is not None]
-        ax.scatter([c.concurrency] * len(rates), rates, alpha=0.6, label=f"C={c.concurrency}" + ("" if c.valid else " (invalid)"))
+        ax.scatter(
+            [c.concurrency] * len(rates),
+            rates,
+            alpha=0.6,
+            label=f"C={c.concurrency}" + ("" if c.valid else " (invalid)"),
+        )
     ax.set_xlabel("concurrency")
     ax.set_ylabel("per-request decode tok/s")
     ax.set_title("per-request rate distribution")
@@ -66,10 +76,16 @@ def _plot_distribution(result: BenchResult, path: Path) -> Path:
 def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
     """Write ``rates.png``, ``distribution.png`` and ``report.md`` or ``report.html`` into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = [_plot_rates(result, out_dir / "rates.png"), _plot_distribution(result, out_dir / "distribution.png")]
-    env = Environment(loader=PackageLoader("rigbook.bench", "templates"),
-                      autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
-                      trim_blocks=True, lstrip_blocks=True)
+    plots = [
+        _plot_rates(result, out_dir / "rates.png"),
+        _plot_distribution(result, out_dir / "distribution.png"),
+    ]
+    env = Environment(
+        loader=PackageLoader("rigbook.bench", "templates"),
+        autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["f"] = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)
     page = env.get_template(f"report.{fmt}").render(r=result, plots=[p.name for p in plots])
     report = out_dir / f"report.{fmt}"

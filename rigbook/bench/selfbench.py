@@ -78,7 +78,9 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     own = httpx.get(url + "/_record").json()["requests"]
     server_rates = sorted(r["decode_tok_s"] for r in own)
     client_rates = sorted(r.decode_tok_s for r in cell.requests if r.decode_tok_s)
-    per_req_err = max((abs(c - s) / s for c, s in zip(client_rates, server_rates, strict=False)), default=1.0)
+    per_req_err = max(
+        (abs(c - s) / s for c, s in zip(client_rates, server_rates, strict=False)), default=1.0
+    )
     if len(client_rates) != len(server_rates):
         per_req_err = 1.0
     server_agg = sum(r["tokens"] for r in own) / (

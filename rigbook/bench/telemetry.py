@@ -51,8 +51,14 @@ class GpuReader(Protocol):
 
 # NVML clocks-event (throttle) reason bits, by their names in nvml.h
 _THROTTLE_BITS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
-    0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
 
@@ -69,7 +75,9 @@ class NvmlReader:
 
     def __init__(self, nvml) -> None:
         self._n = nvml
-        self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        self._handles = [
+            nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())
+        ]
 
     def _try(self, fn: Callable, *args):
         try:
@@ -93,7 +101,8 @@ class NvmlReader:
         power = self._try(n.nvmlDeviceGetPowerUsage, h)
         mask = self._try(n.nvmlDeviceGetCurrentClocksThrottleReasons, h)
         return Sample(
-            t=time.time(), power_w=None if power is None else power / 1000.0,
+            t=time.time(),
+            power_w=None if power is None else power / 1000.0,
             sm_mhz=self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
             mem_mhz=self._try(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
             temp_c=self._try(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
@@ -107,17 +116,36 @@ class NvmlReader:
 class ReplayReader:
     """Serves recorded samples (the rig fixtures' format) as if live; ``clock`` picks the moment."""
 
-    def __init__(self, samples: list[dict], *, name: str, power_limit_w: float | None, clock: Callable[[], float],
-                 source: str) -> None:
+    def __init__(
+        self,
+        samples: list[dict],
+        *,
+        name: str,
+        power_limit_w: float | None,
+        clock: Callable[[], float],
+        source: str,
+    ) -> None:
         self._s = sorted(samples, key=lambda s: s["t"])
         self._t = [s["t"] for s in self._s]
         self._name, self._limit, self.clock, self.source = name, power_limit_w, clock, source
 
     @classmethod
-    def from_fixture(cls, path: Path, *, clock: Callable[[], float], name: str = "NVIDIA H200",
-                     power_limit_w: float | None = 700.0) -> ReplayReader:
+    def from_fixture(
+        cls,
+        path: Path,
+        *,
+        clock: Callable[[], float],
+        name: str = "NVIDIA H200",
+        power_limit_w: float | None = 700.0,
+    ) -> ReplayReader:
         data = json.loads(Path(path).read_text())
-        return cls(data["samples"], name=name, power_limit_w=power_limit_w, clock=clock, source=f"replay:{Path(path).name}")
+        return cls(
+            data["samples"],
+            name=name,
+            power_limit_w=power_limit_w,
+            clock=clock,
+            source=f"replay:{Path(path).name}",
+        )
 
     def gpu_count(self) -> int:
         return 1
@@ -166,7 +194,9 @@ def open_reader() -> tuple[GpuReader | None, str | None]:
 class Sampler:
     """Collects samples per GPU; cells mark their window edges with :meth:`begin` and :meth:`end`."""
 
-    def __init__(self, reader: GpuReader | None, unavailable: str | None = None, interval_s: float = 0.1) -> None:
+    def __init__(
+        self, reader: GpuReader | None, unavailable: str | None = None, interval_s: float = 0.1
+    ) -> None:
         self.reader, self.unavailable, self.interval_s = reader, unavailable, interval_s
         n = reader.gpu_count() if reader else 0
         self._samples: list[list[Sample]] = [[] for _ in range(n)]
@@ -193,7 +223,9 @@ class Sampler:
 
     def start(self) -> None:
         if self.reader and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="rigbook-telemetry", daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop, name="rigbook-telemetry", daemon=True
+            )
             self._thread.start()
 
     def stop(self) -> None:
@@ -212,12 +244,18 @@ class Sampler:
         self.sample_once()
         with self._lock:
             pos = len(self._samples[0]) - 1
-        self._cell_start = (pos, [self.reader.energy_mj(i) for i in range(len(self._samples))], self._now())
+        self._cell_start = (
+            pos,
+            [self.reader.energy_mj(i) for i in range(len(self._samples))],
+            self._now(),
+        )
 
     def end(self) -> CellTelemetry:
         """Close the window and summarise it per card and in total."""
         if not self.reader or self._cell_start is None:
-            return CellTelemetry(available=False, reason=self.unavailable or "telemetry was not started")
+            return CellTelemetry(
+                available=False, reason=self.unavailable or "telemetry was not started"
+            )
         self.sample_once()
         pos, e0, t0 = self._cell_start
         e1 = [self.reader.energy_mj(i) for i in range(len(self._samples))]
@@ -228,22 +266,34 @@ class Sampler:
             windows = [buf[pos:] for buf in self._samples]
         for i, win in enumerate(windows):
             mj_start, mj_end = e0[i], e1[i]
-            energy = (mj_end - mj_start) / 1000.0 if mj_start is not None and mj_end is not None else None
+            energy = (
+                (mj_end - mj_start) / 1000.0
+                if mj_start is not None and mj_end is not None
+                else None
+            )
             if energy is not None:
                 self._run_energy[i] += energy
-            gpus.append(GpuCellTelemetry(
-                index=i, name=self._names[i], power_limit_w=self._limits[i], samples=len(win),
-                power_draw_w=distribution([s.power_w for s in win if s.power_w is not None]),
-                sm_clock_mhz=distribution([s.sm_mhz for s in win if s.sm_mhz is not None]),
-                mem_clock_mhz=distribution([s.mem_mhz for s in win if s.mem_mhz is not None]),
-                temperature_c=distribution([s.temp_c for s in win if s.temp_c is not None]),
-                throttle_reasons=sorted({r for s in win for r in s.throttle}),
-                energy_j=energy,
-            ))
+            gpus.append(
+                GpuCellTelemetry(
+                    index=i,
+                    name=self._names[i],
+                    power_limit_w=self._limits[i],
+                    samples=len(win),
+                    power_draw_w=distribution([s.power_w for s in win if s.power_w is not None]),
+                    sm_clock_mhz=distribution([s.sm_mhz for s in win if s.sm_mhz is not None]),
+                    mem_clock_mhz=distribution([s.mem_mhz for s in win if s.mem_mhz is not None]),
+                    temperature_c=distribution([s.temp_c for s in win if s.temp_c is not None]),
+                    throttle_reasons=sorted({r for s in win for r in s.throttle}),
+                    energy_j=energy,
+                )
+            )
         means = [g.power_draw_w.mean for g in gpus if g.power_draw_w.mean is not None]
         energies = [g.energy_j for g in gpus if g.energy_j is not None]
         return CellTelemetry(
-            available=True, window_s=t1 - t0, gpus=gpus, power_limit_w_per_gpu=list(self._limits),
+            available=True,
+            window_s=t1 - t0,
+            gpus=gpus,
+            power_limit_w_per_gpu=list(self._limits),
             # A total only when every card has its figure.
             power_draw_w_total_mean=sum(means) if len(means) == len(gpus) else None,
             energy_j_total=sum(energies) if len(energies) == len(gpus) else None,
@@ -254,8 +304,17 @@ class Sampler:
         if not self.reader:
             return RunTelemetry(available=False, reason=self.unavailable)
         return RunTelemetry(
-            available=True, source=self.reader.source,
-            gpus=[GpuRunTelemetry(index=i, name=self._names[i], power_limit_w=self._limits[i], energy_j=self._run_energy[i])
-                  for i in range(len(self._samples))],
-            power_limit_w_per_gpu=list(self._limits), energy_j_total=sum(self._run_energy),
+            available=True,
+            source=self.reader.source,
+            gpus=[
+                GpuRunTelemetry(
+                    index=i,
+                    name=self._names[i],
+                    power_limit_w=self._limits[i],
+                    energy_j=self._run_energy[i],
+                )
+                for i in range(len(self._samples))
+            ],
+            power_limit_w_per_gpu=list(self._limits),
+            energy_j_total=sum(self._run_energy),
         )

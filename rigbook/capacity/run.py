@@ -63,8 +63,10 @@ def build_result(
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
     if answer.unstable:
         refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
-        warnings.append("W_CAPACITY_UNSTABLE: a boundary re-run failed at "
-                        + ", ".join(users(o.concurrency) for o in refuted))
+        warnings.append(
+            "W_CAPACITY_UNSTABLE: a boundary re-run failed at "
+            + ", ".join(users(o.concurrency) for o in refuted)
+        )
     return CapacityResult(
         slo=spec.slo,
         settings=spec.settings,

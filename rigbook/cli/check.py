@@ -24,7 +24,11 @@ def render_report(report: CheckReport, rig_file: Path | None = None) -> None:
 
     Blocks rather than a table: messages carry numbers and NVML status names that a narrow
     table column would cut short."""
-    where = f"{report.hostname} (saved rig {rig_file})" if rig_file else f"{report.hostname} ({report.rig_source})"
+    where = (
+        f"{report.hostname} (saved rig {rig_file})"
+        if rig_file
+        else f"{report.hostname} ({report.rig_source})"
+    )
     on = f"GPUs {', '.join(map(str, report.gpus))}" if report.gpus else "no GPU"
     for f in report.findings:
         style = _STYLE[f.severity.value]
@@ -42,12 +46,30 @@ def register(app: typer.Typer) -> None:
 
     @app.command("check")
     def check_command(
-        recipe: str = typer.Argument(..., help="A catalog slug, a recipe .json file, or an http(s) URL."),
-        rig_file: Path = typer.Option(None, "--rig", help="Check against this saved Rig document instead of this machine."),
-        gpus: str = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, e.g. 0,1 (default: the first the recipe needs)."),
-        port: str = typer.Option(None, "--port", help="The port the engine would listen on, 1-65535 (default: the recipe's)."),
-        models_dir: Path = typer.Option(None, "--models-dir", help="Where models are stored (default RIGBOOK_HOME/models)."),
-        p2p_test: bool = typer.Option(False, "--p2p-test", help="Also copy a buffer both ways between the GPUs (needs PyTorch or CuPy)."),
+        recipe: str = typer.Argument(
+            ..., help="A catalog slug, a recipe .json file, or an http(s) URL."
+        ),
+        rig_file: Path = typer.Option(
+            None, "--rig", help="Check against this saved Rig document instead of this machine."
+        ),
+        gpus: str = typer.Option(
+            None,
+            "--gpus",
+            help="GPUs to use: NVML indices or UUIDs, e.g. 0,1 (default: the first the recipe needs).",
+        ),
+        port: str = typer.Option(
+            None,
+            "--port",
+            help="The port the engine would listen on, 1-65535 (default: the recipe's).",
+        ),
+        models_dir: Path = typer.Option(
+            None, "--models-dir", help="Where models are stored (default RIGBOOK_HOME/models)."
+        ),
+        p2p_test: bool = typer.Option(
+            False,
+            "--p2p-test",
+            help="Also copy a buffer both ways between the GPUs (needs PyTorch or CuPy).",
+        ),
         as_json: bool = JsonOption,
     ) -> None:
         """Check a recipe against this machine (or --rig FILE): exit 0 with no error finding, 2 with one."""
@@ -56,8 +78,14 @@ def register(app: typer.Typer) -> None:
             loaded = resolve_recipe(recipe)
             rig = load_rig(rig_file) if rig_file is not None else probe_rig(models_dir)
             picked = gpu_indices(tokens, rig) if tokens is not None else None
-            report = check_recipe(loaded, rig, gpus=picked, port=parse_port(port), models_dir=models_dir,
-                                  p2p_test=p2p_test)
+            report = check_recipe(
+                loaded,
+                rig,
+                gpus=picked,
+                port=parse_port(port),
+                models_dir=models_dir,
+                p2p_test=p2p_test,
+            )
             emit(report, as_json, lambda: render_report(report, rig_file))
         if not report.ok:
             raise typer.Exit(2)

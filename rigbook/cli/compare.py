@@ -20,14 +20,20 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare(
-        refs: list[str] = typer.Argument(..., metavar="SOURCE", help="Two or more: bench result files, recipe files or URLs, catalog slugs (A B [C ...])."),
+        refs: list[str] = typer.Argument(
+            ...,
+            metavar="SOURCE",
+            help="Two or more: bench result files, recipe files or URLs, catalog slugs (A B [C ...]).",
+        ),
         as_json: bool = JsonOption,
         fmt: str = typer.Option("table", "--format", help="table (terminal) or md (Markdown)."),
     ) -> None:
         """Compare perf numbers like with like: a verdict per pair for raw throughput, power efficiency and scaling, with every reason."""
         with handled(as_json):
             if fmt not in FORMATS:
-                raise InputError("E_INPUT", f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+                raise InputError(
+                    "E_INPUT", f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}"
+                )
             comparison = compare_refs(refs)
             if fmt == "md" and not as_json:
                 sys.stdout.write(render_md(comparison))

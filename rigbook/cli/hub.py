@@ -12,8 +12,12 @@ hub_app = typer.Typer(help="Run a recipe hub: API, pages and leaderboard.", no_a
 token_app = typer.Typer(help="API tokens for writes to the hub.", no_args_is_help=True)
 hub_app.add_typer(token_app, name="token")
 
-DbOption = typer.Option(None, "--db", help="Database URL: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB "
-                        "(default: RIGBOOK_HOME/hub.sqlite3).")
+DbOption = typer.Option(
+    None,
+    "--db",
+    help="Database URL: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB "
+    "(default: RIGBOOK_HOME/hub.sqlite3).",
+)
 
 
 @hub_app.command("serve")
@@ -21,32 +25,59 @@ def serve(
     db: str = DbOption,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: str = typer.Option("8080", "--port", help="Port to listen on, 1-65535."),
-    workers: int = typer.Option(os.cpu_count() or 1, "--workers", min=1, max=256,
-                                help="Worker processes (default: one per core)."),
-    max_body: int = typer.Option(1024 * 1024, "--max-body", min=1, help="Largest request body accepted, bytes."),
-    rate_limit: int = typer.Option(60, "--rate-limit", min=0, help="Writes per minute per token (0: no limit)."),
-    auth_limit: int = typer.Option(30, "--auth-limit", min=0,
-                                   help="Failed authentications per minute per address (0: no limit)."),
-    read_limit: int = typer.Option(0, "--read-limit", min=0,
-                                   help="Reads per minute per address (0, the default: no limit)."),
-    forwarded_allow_ips: str = typer.Option(None, "--forwarded-allow-ips",
-                                            help="Proxies whose X-Forwarded-For names the client (comma-separated)."),
+    workers: int = typer.Option(
+        os.cpu_count() or 1,
+        "--workers",
+        min=1,
+        max=256,
+        help="Worker processes (default: one per core).",
+    ),
+    max_body: int = typer.Option(
+        1024 * 1024, "--max-body", min=1, help="Largest request body accepted, bytes."
+    ),
+    rate_limit: int = typer.Option(
+        60, "--rate-limit", min=0, help="Writes per minute per token (0: no limit)."
+    ),
+    auth_limit: int = typer.Option(
+        30,
+        "--auth-limit",
+        min=0,
+        help="Failed authentications per minute per address (0: no limit).",
+    ),
+    read_limit: int = typer.Option(
+        0, "--read-limit", min=0, help="Reads per minute per address (0, the default: no limit)."
+    ),
+    forwarded_allow_ips: str = typer.Option(
+        None,
+        "--forwarded-allow-ips",
+        help="Proxies whose X-Forwarded-For names the client (comma-separated).",
+    ),
 ) -> None:
     """Serve the hub (migrating the database and loading the built-in catalog first)."""
     with handled():
         from rigbook.hub.rates import Limits, Rate
         from rigbook.hub.serve import ServeSettings
         from rigbook.hub.serve import serve as run_hub
-
         from rigbook.ports import parse_port
 
         port = parse_port(port)
-        limits = Limits(writes_per_token=Rate(limit=rate_limit), auth_failures_per_address=Rate(limit=auth_limit),
-                        reads_per_address=Rate(limit=read_limit))
-        run_hub(ServeSettings(db=db, max_body=max_body, limits=limits), host=host, port=port, workers=workers,
-                forwarded_allow_ips=forwarded_allow_ips, announce=lambda: console.print(
-                    f"rigbook hub on http://{host}:{port}/ with {workers} worker(s)  "
-                    "(API: /api/v1/recipes, schema: /openapi.json)", highlight=False))
+        limits = Limits(
+            writes_per_token=Rate(limit=rate_limit),
+            auth_failures_per_address=Rate(limit=auth_limit),
+            reads_per_address=Rate(limit=read_limit),
+        )
+        run_hub(
+            ServeSettings(db=db, max_body=max_body, limits=limits),
+            host=host,
+            port=port,
+            workers=workers,
+            forwarded_allow_ips=forwarded_allow_ips,
+            announce=lambda: console.print(
+                f"rigbook hub on http://{host}:{port}/ with {workers} worker(s)  "
+                "(API: /api/v1/recipes, schema: /openapi.json)",
+                highlight=False,
+            ),
+        )
 
 
 @hub_app.command("init")
@@ -61,11 +92,16 @@ def init(db: str = DbOption, as_json: bool = JsonOption) -> None:
         upgrade(engine)
         loaded = load_catalog(session_factory(engine))
         url = engine.url.render_as_string(hide_password=True)
-        emit({"db": url, "loaded": loaded}, as_json,
-             lambda: console.print(f"database ready: {url}; built-in recipes loaded: {len(loaded)}", highlight=False))
+        emit(
+            {"db": url, "loaded": loaded},
+            as_json,
+            lambda: console.print(
+                f"database ready: {url}; built-in recipes loaded: {len(loaded)}", highlight=False
+            ),
+        )
 
 
-def _sessions(db: str | None):  # noqa: ANN202 - a sessionmaker
+def _sessions(db: str | None):
     from rigbook.hub.db import make_engine, session_factory
     from rigbook.hub.migrate import upgrade
 
@@ -75,8 +111,11 @@ def _sessions(db: str | None):  # noqa: ANN202 - a sessionmaker
 
 
 @token_app.command("create")
-def token_create(name: str = typer.Argument(..., help="Who or what the token is for."), db: str = DbOption,
-                 as_json: bool = JsonOption) -> None:
+def token_create(
+    name: str = typer.Argument(..., help="Who or what the token is for."),
+    db: str = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Make an API token. Only the token goes to stdout (`TOK=$(rigbook hub token create ci)`); it is shown
     once and stored only as its SHA-256."""
     with handled(as_json):
@@ -86,7 +125,9 @@ def token_create(name: str = typer.Argument(..., help="Who or what the token is 
 
         def show() -> None:
             print(token)
-            err_console.print("shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim")
+            err_console.print(
+                "shown once: keep it; pass it with --token or RIGBOOK_HUB_TOKEN", style="dim"
+            )
 
         emit({"name": name, "token": token}, as_json, show)
 
@@ -102,28 +143,42 @@ def token_list(db: str = DbOption, as_json: bool = JsonOption) -> None:
         def show() -> None:
             for t in tokens:
                 state = f"revoked {t.revoked_at}" if t.revoked_at else "active"
-                console.print(f"{t.name}  created {t.created_at}  {state}", highlight=False, markup=False)
+                console.print(
+                    f"{t.name}  created {t.created_at}  {state}", highlight=False, markup=False
+                )
 
         emit([t.model_dump() for t in tokens], as_json, show)
 
 
 @token_app.command("revoke")
-def token_revoke(name: str = typer.Argument(..., help="The token's name (`token list`)."), db: str = DbOption,
-                 as_json: bool = JsonOption) -> None:
+def token_revoke(
+    name: str = typer.Argument(..., help="The token's name (`token list`)."),
+    db: str = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Revoke a token: every worker refuses its next write."""
     with handled(as_json):
         from rigbook.hub.auth import revoke_token
 
         done = revoke_token(_sessions(db), name)
-        emit(done.model_dump(), as_json,
-             lambda: console.print(f"revoked {done.name} at {done.revoked_at}", highlight=False, markup=False))
+        emit(
+            done.model_dump(),
+            as_json,
+            lambda: console.print(
+                f"revoked {done.name} at {done.revoked_at}", highlight=False, markup=False
+            ),
+        )
 
 
 def publish(
     file: str = typer.Argument(..., help="A recipe .json or a bench result file."),
     hub: str = typer.Option(..., "--hub", help="The hub's base URL, e.g. http://127.0.0.1:8080."),
-    token: str = typer.Option(None, "--token", envvar="RIGBOOK_HUB_TOKEN", help="API token (`rigbook hub token create`)."),
-    recipe: str = typer.Option(None, "--recipe", help="For a result: the recipe slug, when its conditions name none."),
+    token: str = typer.Option(
+        None, "--token", envvar="RIGBOOK_HUB_TOKEN", help="API token (`rigbook hub token create`)."
+    ),
+    recipe: str = typer.Option(
+        None, "--recipe", help="For a result: the recipe slug, when its conditions name none."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Publish a recipe (a new revision) or a bench result (measured points) to a hub."""
@@ -135,7 +190,10 @@ def publish(
         def show() -> None:
             what = f"{done.points_added} measured point(s)" if done.kind == "result" else "recipe"
             note = " (already published: nothing added)" if done.duplicate else ""
-            console.print(f"published {what} to {done.slug} revision {done.revision}{note}: {done.url}", highlight=False)
+            console.print(
+                f"published {what} to {done.slug} revision {done.revision}{note}: {done.url}",
+                highlight=False,
+            )
 
         emit(done, as_json, show)
 

@@ -20,18 +20,33 @@ from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
 from rigbook.launch.run import UpResult
 
-RigOption = typer.Option(None, "--rig", help="A saved Rig JSON file (default: probe this machine, read-only; "
-                         "`up --dry-run` does not probe).")
-GpusOption = typer.Option(None, "--gpus", help="GPUs to use: NVML indices or UUIDs, comma-separated (e.g. 0,1).")
-PortOption = typer.Option(None, "--port", help="Host port to serve on, 1-65535 (default: the recipe's).")
-ModelsDirOption = typer.Option(None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models).")
-DrafterOption = typer.Option(None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp).")
+RigOption = typer.Option(
+    None,
+    "--rig",
+    help="A saved Rig JSON file (default: probe this machine, read-only; "
+    "`up --dry-run` does not probe).",
+)
+GpusOption = typer.Option(
+    None, "--gpus", help="GPUs to use: NVML indices or UUIDs, comma-separated (e.g. 0,1)."
+)
+PortOption = typer.Option(
+    None, "--port", help="Host port to serve on, 1-65535 (default: the recipe's)."
+)
+ModelsDirOption = typer.Option(
+    None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models)."
+)
+DrafterOption = typer.Option(
+    None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp)."
+)
 
 
 def render_plan(plan: Plan) -> None:
     """The numbered steps, their details, the exact commands and any findings."""
     mode = "dry run: nothing is touched" if plan.dry_run else "plan"
-    console.print(f"[bold]{plan.recipe}[/] ({plan.kind}) as [bold]{plan.target.name}[/] — {mode}", highlight=False)
+    console.print(
+        f"[bold]{plan.recipe}[/] ({plan.kind}) as [bold]{plan.target.name}[/] — {mode}",
+        highlight=False,
+    )
     for step in plan.steps:
         console.print(f"[bold]{step.number}.[/] {step.title}", highlight=False, soft_wrap=True)
         for line in step.details:
@@ -40,7 +55,11 @@ def render_plan(plan: Plan) -> None:
             console.print(f"     $ {command.shown}", markup=False, highlight=False, soft_wrap=True)
         for finding in step.findings:
             colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
-            console.print(f"     [{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False)
+            console.print(
+                f"     [{colour}]{finding.severity.value}[{finding.code}][/]: ",
+                end="",
+                highlight=False,
+            )
             console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False)
 
 
@@ -49,11 +68,19 @@ def render_findings_and_command(plan: Plan) -> None:
     findings = [f for s in plan.steps for f in s.findings]
     for finding in findings:
         colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
-        console.print(f"[{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False)
-        console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"[{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False
+        )
+        console.print(
+            f"{finding.message} — {finding.remedy}", markup=False, highlight=False, soft_wrap=True
+        )
     if plan.command is not None:
-        console.print(f"starting {plan.recipe} as {plan.target.name}: $ {plan.command.shown}", markup=False,
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"starting {plan.recipe} as {plan.target.name}: $ {plan.command.shown}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
         console.print(f"nothing to start: smoke test of {plan.url}", markup=False, highlight=False)
 
@@ -62,20 +89,36 @@ def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
     if plan.blocking:
         if not as_json:
             codes = ", ".join(sorted({f.code for f in plan.blocking}))
-            err_console.print(f"[bold red]error[{plan.blocking[0].code}][/]: the plan has error findings ({codes}); "
-                              "`up` would refuse it", highlight=False)
+            err_console.print(
+                f"[bold red]error[{plan.blocking[0].code}][/]: the plan has error findings ({codes}); "
+                "`up` would refuse it",
+                highlight=False,
+            )
         raise typer.Exit(2)
 
 
 def plan(
-    recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
-    rig: Path = RigOption, gpus: str = GpusOption, port: str = PortOption, models_dir: Path = ModelsDirOption,
-    drafter: str = DrafterOption, as_json: bool = JsonOption,
+    recipe: str = typer.Argument(
+        None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."
+    ),
+    rig: Path = RigOption,
+    gpus: str = GpusOption,
+    port: str = PortOption,
+    models_dir: Path = ModelsDirOption,
+    drafter: str = DrafterOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Print the numbered steps `up` would take on this machine; reads it (as `rigbook rig` does), changes nothing."""
     with handled(as_json):
-        _, made = make_plan(recipe, rig=rig, probe=True, gpus=gpus, port=port, models_dir=models_dir,
-                            drafter=drafter)
+        _, made = make_plan(
+            recipe,
+            rig=rig,
+            probe=True,
+            gpus=gpus,
+            port=port,
+            models_dir=models_dir,
+            drafter=drafter,
+        )
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
 
@@ -109,20 +152,44 @@ class _Progress:
 
 
 def up(
-    recipe: str = typer.Argument(None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."),
-    rig: Path = RigOption, gpus: str = GpusOption, port: str = PortOption, models_dir: Path = ModelsDirOption,
+    recipe: str = typer.Argument(
+        None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."
+    ),
+    rig: Path = RigOption,
+    gpus: str = GpusOption,
+    port: str = PortOption,
+    models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption,
-    name: str = typer.Option(None, "--name", help="Name of this launch (default: the recipe slug)."),
-    timeout: float = typer.Option(DEFAULT_READY_TIMEOUT, "--timeout", help="Seconds to wait for readiness."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."),
-    allow: list[str] = typer.Option([], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."),
+    name: str = typer.Option(
+        None, "--name", help="Name of this launch (default: the recipe slug)."
+    ),
+    timeout: float = typer.Option(
+        DEFAULT_READY_TIMEOUT, "--timeout", help="Seconds to wait for readiness."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."
+    ),
+    allow: list[str] = typer.Option(
+        [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Launch a recipe: check, fetch, start the engine, wait until ready, smoke-test; prints `LIVE on port N`."""
     dry = dry_run or dry_run_from_env()
-    choices = dict(rig=rig, gpus=gpus, port=port, models_dir=models_dir, drafter=drafter, name=name, allow=allow,
-                   timeout=timeout, unattended=yes and not dry)
+    choices = dict(
+        rig=rig,
+        gpus=gpus,
+        port=port,
+        models_dir=models_dir,
+        drafter=drafter,
+        name=name,
+        allow=allow,
+        timeout=timeout,
+        unattended=yes and not dry,
+    )
     with handled(as_json):
         if dry:
             _, made = make_plan(recipe, probe=False, dry_run=True, **choices)
@@ -130,12 +197,15 @@ def up(
             _exit_if_blocked(made, as_json)
             return
         with _Progress(quiet=as_json) as progress:
-            result = launch_up(recipe, confirm=_confirmer(yes, as_json), progress=progress, probe=True, **choices)
+            result = launch_up(
+                recipe, confirm=_confirmer(yes, as_json), progress=progress, probe=True, **choices
+            )
         emit(result, as_json, lambda: render_live(result))
 
 
 def _confirmer(yes: bool, as_json: bool):
     """`up`'s question before anything changes: none with --yes (the findings and command are shown), else ask."""
+
     def confirm(p: Plan) -> bool:
         if yes:
             if not as_json:  # with --json the result carries the findings and the command
@@ -157,8 +227,11 @@ def render_live(result: UpResult) -> None:
         f"[bold green]LIVE on port {port_shown}[/]  {result.url}/v1  model {result.model_id}{engine}",
         highlight=False,
     )
-    console.print(f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
-                  markup=False, highlight=False)
+    console.print(
+        f"smoke: {result.smoke.reply!r} in {result.smoke.seconds:.2f} s; ready after {result.ready_s:.1f} s",
+        markup=False,
+        highlight=False,
+    )
     if result.run:
         console.print(f"stop with: rigbook down {result.run.name}", markup=False, highlight=False)
 
@@ -171,9 +244,18 @@ def down(
     """Stop a launch: its whole process group (and its container), its locks and its state."""
     with handled(as_json):
         stopped = control.down(name, everything=everything)
-        emit(stopped, as_json, lambda: [console.print(
-            f"stopped {s.name} (pid {s.pid})" + ("" if s.gone else " — some processes did not exit"), highlight=False)
-            for s in stopped])
+        emit(
+            stopped,
+            as_json,
+            lambda: [
+                console.print(
+                    f"stopped {s.name} (pid {s.pid})"
+                    + ("" if s.gone else " — some processes did not exit"),
+                    highlight=False,
+                )
+                for s in stopped
+            ],
+        )
 
 
 def status(as_json: bool = JsonOption) -> None:
@@ -185,16 +267,25 @@ def status(as_json: bool = JsonOption) -> None:
             if not runs:
                 console.print("nothing runs")
             for r in runs:
-                health = "stale (process gone; forgotten now)" if r.stale else ("healthy" if r.healthy else "not answering")
-                console.print(f"{r.name}  pid {r.pid}  {r.url}  model {r.model_id}  since {r.started_at}  {health}",
-                              markup=False, highlight=False)
+                health = (
+                    "stale (process gone; forgotten now)"
+                    if r.stale
+                    else ("healthy" if r.healthy else "not answering")
+                )
+                console.print(
+                    f"{r.name}  pid {r.pid}  {r.url}  model {r.model_id}  since {r.started_at}  {health}",
+                    markup=False,
+                    highlight=False,
+                )
 
         emit(runs, as_json, render)
 
 
 def logs(
     name: str = typer.Argument(..., help="The launch whose engine log to print."),
-    follow: bool = typer.Option(False, "-f", "--follow", help="Keep printing new lines until the engine stops (or Ctrl-C)."),
+    follow: bool = typer.Option(
+        False, "-f", "--follow", help="Keep printing new lines until the engine stops (or Ctrl-C)."
+    ),
 ) -> None:
     """Print a launch's engine log."""
     with handled(False):
@@ -214,15 +305,24 @@ def logs(
 
 def smoke(
     url: str = typer.Argument(..., help="The endpoint's base URL, e.g. http://127.0.0.1:8080."),
-    model: str = typer.Option(None, "--model", help="The model id to test (default: the first the endpoint lists)."),
+    model: str = typer.Option(
+        None, "--model", help="The model id to test (default: the first the endpoint lists)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Check the model is served and answers "Say READY in one word." at temperature 0."""
     with handled(as_json):
         result: SmokeResult = smoke_endpoint(base_url(url), model)
-        emit(result, as_json, lambda: console.print(
-            f"{result.model} at {result.url}: {result.reply!r} in {result.seconds:.2f} s"
-            + (f" ({result.completion_tokens} tokens)" if result.completion_tokens else ""), markup=False, highlight=False))
+        emit(
+            result,
+            as_json,
+            lambda: console.print(
+                f"{result.model} at {result.url}: {result.reply!r} in {result.seconds:.2f} s"
+                + (f" ({result.completion_tokens} tokens)" if result.completion_tokens else ""),
+                markup=False,
+                highlight=False,
+            ),
+        )
 
 
 def register(app: typer.Typer) -> None:

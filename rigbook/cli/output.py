@@ -53,7 +53,9 @@ def report_error(exc: RigbookError, as_json: bool) -> None:
     if as_json:
         print_json(ErrorDocument(error=exc.body()))
         return
-    err_console.print(f"[bold red]error[{exc.code}][/]: {exc.message}", markup=True, highlight=False)
+    err_console.print(
+        f"[bold red]error[{exc.code}][/]: {exc.message}", markup=True, highlight=False
+    )
     for line in exc.details:
         err_console.print(f"  - {line}", markup=False, highlight=False)
     if exc.remedy:

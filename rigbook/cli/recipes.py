@@ -11,9 +11,13 @@ from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import Recipe, recipe_json_schema
 
 recipe_app = typer.Typer(help="Validate, inspect and hash one recipe.", no_args_is_help=True)
-recipes_app = typer.Typer(help="List, show and search the built-in catalog (or a hub with --hub).", no_args_is_help=True)
+recipes_app = typer.Typer(
+    help="List, show and search the built-in catalog (or a hub with --hub).", no_args_is_help=True
+)
 
-HubOption = typer.Option(None, "--hub", help="Read from a rigbook hub at this URL instead of the built-in catalog.")
+HubOption = typer.Option(
+    None, "--hub", help="Read from a rigbook hub at this URL instead of the built-in catalog."
+)
 
 
 def _summary_row(recipe: Recipe) -> dict:
@@ -35,15 +39,19 @@ def _table(recipes: list[Recipe]) -> None:
         console.print(f"{len(rows)} recipe(s)")
         for row in rows:
             console.print(f"[bold]{row['slug']}[/]", soft_wrap=True)
-            console.print(f"  {row['engine'] or '?'} · {row['gpus']} GPU(s) · {row['card']} · "
-                          f"{row['points']} perf point(s)")
+            console.print(
+                f"  {row['engine'] or '?'} · {row['gpus']} GPU(s) · {row['card']} · "
+                f"{row['points']} perf point(s)"
+            )
         return
     table = Table(title=f"{len(rows)} recipe(s)")
     table.add_column("slug", no_wrap=True)
     for name in ("engine", "GPUs", "card", "perf points"):
         table.add_column(name)
     for row in rows:
-        table.add_row(row["slug"], row["engine"] or "?", str(row["gpus"]), row["card"], str(row["points"]))
+        table.add_row(
+            row["slug"], row["engine"] or "?", str(row["gpus"]), row["card"], str(row["points"])
+        )
     console.print(table)
 
 
@@ -51,12 +59,17 @@ def _show(recipe: Recipe) -> None:
     console.print(f"[bold]{recipe.title}[/]  ({recipe.slug})")
     if recipe.summary:
         console.print(recipe.summary, highlight=False)
-    console.print(f"engine: {recipe.engine or '?'}  GPUs: {recipe.gpu_count}  license: {recipe.license or 'unknown'}")
+    console.print(
+        f"engine: {recipe.engine or '?'}  GPUs: {recipe.gpu_count}  license: {recipe.license or 'unknown'}"
+    )
     if recipe.config.launch:
         console.print("launch: " + " ".join(recipe.config.launch), markup=False, highlight=False)
     for p in recipe.perf_points:
         if p.decode_tok_s is not None:
-            console.print(f"  c={p.concurrency} decode {p.decode_tok_s} tok/s ({p.claimed_by}) {p.notes or ''}", markup=False)
+            console.print(
+                f"  c={p.concurrency} decode {p.decode_tok_s} tok/s ({p.claimed_by}) {p.notes or ''}",
+                markup=False,
+            )
     for u in recipe.ext.unknowns:
         console.print(f"  unknown: {u}", markup=False)
 
@@ -68,12 +81,17 @@ def _hub_recipes(hub: str) -> list[Recipe]:
 
 
 @recipe_app.command("validate")
-def validate(path: str = typer.Argument(..., help="A recipe file path or URL."), as_json: bool = JsonOption) -> None:
+def validate(
+    path: str = typer.Argument(..., help="A recipe file path or URL."), as_json: bool = JsonOption
+) -> None:
     """Validate a recipe: exit 0 when valid, 2 with every problem listed by field path."""
     with handled(as_json):
         recipe = load_recipe_file(path)
-        emit({"valid": True, "slug": recipe.slug, "content_hash": recipe_hash(recipe)}, as_json,
-             lambda: console.print(f"[green]valid[/]: {recipe.slug}"))
+        emit(
+            {"valid": True, "slug": recipe.slug, "content_hash": recipe_hash(recipe)},
+            as_json,
+            lambda: console.print(f"[green]valid[/]: {recipe.slug}"),
+        )
 
 
 @recipe_app.command("schema")
@@ -83,7 +101,10 @@ def schema() -> None:
 
 
 @recipe_app.command("hash")
-def hash_(path: str = typer.Argument(..., help="A recipe slug, file path or URL."), as_json: bool = JsonOption) -> None:
+def hash_(
+    path: str = typer.Argument(..., help="A recipe slug, file path or URL."),
+    as_json: bool = JsonOption,
+) -> None:
     """Print the recipe's canonical content hash (docs/recipe.md says how it is computed)."""
     with handled(as_json):
         recipe = resolve_recipe(path)

@@ -23,8 +23,12 @@ from rigbook.errors import InputError
 def _lines_up(a: ComparedPoint, b: ComparedPoint) -> bool:
     if a.slo is not None or b.slo is not None:
         # A capacity lines up with another capacity measured under the same SLO, whatever its users.
-        return a.slo == b.slo and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
-    return a.concurrency == b.concurrency and (a.context_len is None or b.context_len is None or a.context_len == b.context_len)
+        return a.slo == b.slo and (
+            a.context_len is None or b.context_len is None or a.context_len == b.context_len
+        )
+    return a.concurrency == b.concurrency and (
+        a.context_len is None or b.context_len is None or a.context_len == b.context_len
+    )
 
 
 def _pct(a: float | None, b: float | None) -> float | None:
@@ -44,13 +48,24 @@ def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint
     decode_ratio = _pct(a.decode_tok_s, b.decode_tok_s)
     users_ratio = _pct(a.users_at_slo, b.users_at_slo) if a.slo is not None else None
     return PointPair(
-        concurrency=a.concurrency, context_len=a.context_len if a.context_len is not None else b.context_len,
-        a=side_a, b=side_b, decode_ratio_pct=decode_ratio, slo=a.slo, users_ratio_pct=users_ratio,
-        per_gpu_ratio_pct=_pct(side_a.derived.decode_tok_s_per_gpu, side_b.derived.decode_tok_s_per_gpu),
+        concurrency=a.concurrency,
+        context_len=a.context_len if a.context_len is not None else b.context_len,
+        a=side_a,
+        b=side_b,
+        decode_ratio_pct=decode_ratio,
+        slo=a.slo,
+        users_ratio_pct=users_ratio,
+        per_gpu_ratio_pct=_pct(
+            side_a.derived.decode_tok_s_per_gpu, side_b.derived.decode_tok_s_per_gpu
+        ),
         same=[o.rule for o in outcomes if o.kind == "equal"],
         # Under an SLO the throughput that counts is the users served.
-        verdicts=aspect_verdicts(outcomes, side_a.derived.tok_s_per_w, side_b.derived.tok_s_per_w,
-                                 users_ratio if a.slo is not None else decode_ratio),
+        verdicts=aspect_verdicts(
+            outcomes,
+            side_a.derived.tok_s_per_w,
+            side_b.derived.tok_s_per_w,
+            users_ratio if a.slo is not None else decode_ratio,
+        ),
     )
 
 
@@ -59,7 +74,9 @@ def compare_pair(a: Source, b: Source) -> PairComparison:
     pairs = [pair_points(a, pa, b, pb) for pa in a.points for pb in b.points if _lines_up(pa, pb)]
     pairs.sort(key=lambda p: (p.concurrency, p.context_len or 0))
     return PairComparison(
-        a=a.name, b=b.name, points=pairs,
+        a=a.name,
+        b=b.name,
+        points=pairs,
         unmatched_a=[_label(p) for p in a.points if not any(_lines_up(p, q) for q in b.points)],
         unmatched_b=[_label(q) for q in b.points if not any(_lines_up(p, q) for p in a.points)],
         verdicts=summarise([p.verdicts for p in pairs]),
@@ -72,7 +89,10 @@ def distinct_names(sources: list[Source]) -> list[Source]:
     as many of their folders as it takes (h200/result.json, cpu/result.json)."""
     depth = 1
     while True:
-        names = [s.name if s.kind == "recipe" else "/".join(PurePath(s.ref).parts[-depth:]) for s in sources]
+        names = [
+            s.name if s.kind == "recipe" else "/".join(PurePath(s.ref).parts[-depth:])
+            for s in sources
+        ]
         longest = max(len(PurePath(s.ref).parts) for s in sources)
         if len(set(names)) == len(names) or depth >= longest:
             break
@@ -86,21 +106,35 @@ def compare_sources(sources: list[Source]) -> Comparison:
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
     slos = {p.slo for s in sources for p in s.points if p.slo is not None}
     if not any(p.points or p.quality for p in pairs) and slos:
-        raise InputError("E_NOT_COMPARABLE", "capacities compare only under the same SLO, and only with capacities",
-                         "Measure both with `rigbook capacity` and the same --slo.",
-                         details=[f"{s.name}: " + ("; ".join(f"SLO {p.slo}" for p in s.points if p.slo)
-                                                   or "no capacity (perf points at fixed concurrency)")
-                                  for s in sources])
+        raise InputError(
+            "E_NOT_COMPARABLE",
+            "capacities compare only under the same SLO, and only with capacities",
+            "Measure both with `rigbook capacity` and the same --slo.",
+            details=[
+                f"{s.name}: "
+                + (
+                    "; ".join(f"SLO {p.slo}" for p in s.points if p.slo)
+                    or "no capacity (perf points at fixed concurrency)"
+                )
+                for s in sources
+            ],
+        )
     if not any(p.points or p.quality for p in pairs):
-        raise InputError("E_NOT_COMPARABLE", "no perf points line up: none share a concurrency (and context length)",
-                         "Compare results measured at the same concurrency levels; each source's levels are listed.",
-                         details=[f"{s.name}: " + "; ".join(_label(p) for p in s.points) for s in sources])
+        raise InputError(
+            "E_NOT_COMPARABLE",
+            "no perf points line up: none share a concurrency (and context length)",
+            "Compare results measured at the same concurrency levels; each source's levels are listed.",
+            details=[f"{s.name}: " + "; ".join(_label(p) for p in s.points) for s in sources],
+        )
     return Comparison(sources=sources, pairs=pairs)
 
 
 def compare_refs(refs: list[str]) -> Comparison:
     """Resolve each argument (bench result file, recipe file or URL, catalog slug) and compare them all."""
     if len(refs) < 2:
-        raise InputError("E_INPUT", f"compare needs at least two sources, got {len(refs)}",
-                         "Give two or more bench result files, recipe files or catalog slugs.")
+        raise InputError(
+            "E_INPUT",
+            f"compare needs at least two sources, got {len(refs)}",
+            "Give two or more bench result files, recipe files or catalog slugs.",
+        )
     return compare_sources([load_source(r) for r in refs])

@@ -56,29 +56,54 @@ def roofline(point: ComparedPoint, model: str | None) -> tuple[Roofline | None, 
         return None, how
     method = (c.speculative_method or "").lower()
     if c.speculative_method and method not in NO_SPECULATION:
-        return None, f"speculative decoding ({c.speculative_method}) can emit several tokens per weight read, so the ceiling bounds nothing"
-    assumptions = [how, f"{facts.active_params:,} active params ({facts.source})", f"{c.quant}: {quant.bytes_per_param:g} B/param ({quant.source})"]
+        return (
+            None,
+            f"speculative decoding ({c.speculative_method}) can emit several tokens per weight read, so the ceiling bounds nothing",
+        )
+    assumptions = [
+        how,
+        f"{facts.active_params:,} active params ({facts.source})",
+        f"{c.quant}: {quant.bytes_per_param:g} B/param ({quant.source})",
+    ]
     if not c.speculative_method:
-        assumptions.append("speculative method unknown: the ceiling holds only without speculative decoding")
+        assumptions.append(
+            "speculative method unknown: the ceiling holds only without speculative decoding"
+        )
     kv_per_token = 0.0
     kv = quant_format(c.kv_cache_dtype)
     if facts.kv_elements_per_token and kv and point.context_len:
         kv_per_token = facts.kv_elements_per_token * kv.bytes_per_param * point.context_len
-        assumptions.append(f"KV read: {point.context_len} context tokens x {facts.kv_elements_per_token} elements x {kv.bytes_per_param:g} B")
+        assumptions.append(
+            f"KV read: {point.context_len} context tokens x {facts.kv_elements_per_token} elements x {kv.bytes_per_param:g} B"
+        )
     else:
-        assumptions.append("KV cache read not counted (context length, KV type or layout unknown): the ceiling is looser, still an upper bound")
+        assumptions.append(
+            "KV cache read not counted (context length, KV type or layout unknown): the ceiling is looser, still an upper bound"
+        )
     weights = facts.active_params * quant.bytes_per_param
     n = point.concurrency or 1
     total_bw = bandwidth * c.gpu_count
     ceiling = n * total_bw * 1e9 / (weights + n * kv_per_token)
-    return Roofline(active_params=facts.active_params, bytes_per_param=quant.bytes_per_param, weight_bytes_per_step=weights,
-                    kv_bytes_per_token_read=kv_per_token, bandwidth_gb_s_total=total_bw, ceiling_tok_s=ceiling,
-                    pct_of_ceiling=100.0 * point.decode_tok_s / ceiling, assumptions=assumptions), None
+    return Roofline(
+        active_params=facts.active_params,
+        bytes_per_param=quant.bytes_per_param,
+        weight_bytes_per_step=weights,
+        kv_bytes_per_token_read=kv_per_token,
+        bandwidth_gb_s_total=total_bw,
+        ceiling_tok_s=ceiling,
+        pct_of_ceiling=100.0 * point.decode_tok_s / ceiling,
+        assumptions=assumptions,
+    ), None
 
 
 def derive(point: ComparedPoint, model: str | None) -> Derived:
     """Every derived figure of one point."""
     tpw, no_tpw = tok_s_per_w(point)
     roof, no_roof = roofline(point, model)
-    return Derived(decode_tok_s_per_gpu=per_gpu(point), tok_s_per_w=tpw, tok_s_per_w_unavailable=no_tpw,
-                   roofline=roof, roofline_unavailable=no_roof)
+    return Derived(
+        decode_tok_s_per_gpu=per_gpu(point),
+        tok_s_per_w=tpw,
+        tok_s_per_w_unavailable=no_tpw,
+        roofline=roof,
+        roofline_unavailable=no_roof,
+    )

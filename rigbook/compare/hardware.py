@@ -28,7 +28,9 @@ class CardSpec(BaseModel):
 @cache
 def card_table() -> tuple[CardSpec, ...]:
     """Every card in hardware.json."""
-    raw = json.loads((resources.files("rigbook.compare") / "hardware.json").read_text(encoding="utf-8"))
+    raw = json.loads(
+        (resources.files("rigbook.compare") / "hardware.json").read_text(encoding="utf-8")
+    )
     return tuple(CardSpec.model_validate(c) for c in raw["cards"])
 
 
@@ -37,7 +39,11 @@ def candidates(card_name: str) -> list[CardSpec]:
     same memory size when the name states one ('A100-SXM4-80GB') and it tells entries apart."""
     parsed = parse_card(card_name)
     variant = primary_variant(parsed)
-    found = [c for c in card_table() if tuple(c.model) == parsed.model and (variant is None or c.variant == variant)]
+    found = [
+        c
+        for c in card_table()
+        if tuple(c.model) == parsed.model and (variant is None or c.variant == variant)
+    ]
     memory = re.search(r"(\d+)\s*gb", card_name.lower())
     if memory and len({c.memory_gb for c in found}) > 1:
         found = [c for c in found if c.memory_gb == float(memory.group(1))] or found
@@ -54,6 +60,9 @@ def bandwidth_gb_s(card_name: str) -> tuple[float | None, str]:
         return None, f"card {card_name!r} is not in the bandwidth table"
     values = {c.bandwidth_gb_s for c in found}
     if len(values) > 1:
-        return None, f"card {card_name!r} matches {', '.join(c.name for c in found)} with different bandwidths"
+        return (
+            None,
+            f"card {card_name!r} matches {', '.join(c.name for c in found)} with different bandwidths",
+        )
     names = " / ".join(c.name for c in found)
     return values.pop(), f"{names}: {found[0].bandwidth_gb_s:g} GB/s ({found[0].source})"

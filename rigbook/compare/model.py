@@ -23,9 +23,15 @@ class ComparedConditions(PerfConditions):
     """A point's conditions plus what a bench run states that the recipe record has no field for."""
 
     bench_mode: Literal["burst", "sustained"] | None = Field(
-        default=None, description="rigbook bench mode: burst (N requests sent at once) or sustained (N kept in flight).")
-    bench_profile: str | None = Field(default=None, description="The bench profile as 'name vVERSION'; bench results only.")
-    bench_profile_hash: str | None = Field(default=None, description="The bench profile's content hash; bench results only.")
+        default=None,
+        description="rigbook bench mode: burst (N requests sent at once) or sustained (N kept in flight).",
+    )
+    bench_profile: str | None = Field(
+        default=None, description="The bench profile as 'name vVERSION'; bench results only."
+    )
+    bench_profile_hash: str | None = Field(
+        default=None, description="The bench profile's content hash; bench results only."
+    )
 
 
 class ComparedPoint(PerfPoint):
@@ -43,10 +49,14 @@ class Source(BaseModel):
     kind: Literal["bench_result", "recipe", "capacity", "quality_result"]
     name: str = Field(description="Recipe slug, or the result file's name.")
     model: str | None = Field(default=None, description="Model slug or served model id.")
-    content_hash: str | None = Field(default=None, description="A bench result's verified content hash.")
+    content_hash: str | None = Field(
+        default=None, description="A bench result's verified content hash."
+    )
     points: list[ComparedPoint]
     skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
-    quality: list[ComparedPoint] = Field(default_factory=list, description="Quality points (needle, multiple choice).")
+    quality: list[ComparedPoint] = Field(
+        default_factory=list, description="Quality points (needle, multiple choice)."
+    )
 
 
 class Reason(BaseModel):
@@ -54,7 +64,9 @@ class Reason(BaseModel):
 
     condition: str = Field(description="Rule name, e.g. gpu_count, power_limit_w_per_gpu, energy.")
     severity: Severity
-    kind: Literal["differs", "unknown_one_side", "unknown_both", "missing", "two_factors", "varied_factor"]
+    kind: Literal[
+        "differs", "unknown_one_side", "unknown_both", "missing", "two_factors", "varied_factor"
+    ]
     a: str | None = None
     b: str | None = None
     message: str
@@ -67,9 +79,14 @@ class AspectVerdict(BaseModel):
     title: str
     verdict: VerdictWord
     figure_pct: float | None = Field(
-        default=None, description="A's figure as a percentage of B's, where this aspect has one; over a pair of sources, "
-                                  "the geometric mean of the points' figures.")
-    figure_points: int | None = Field(default=None, description="Over a pair of sources: how many points figure_pct is the mean of.")
+        default=None,
+        description="A's figure as a percentage of B's, where this aspect has one; over a pair of sources, "
+        "the geometric mean of the points' figures.",
+    )
+    figure_points: int | None = Field(
+        default=None,
+        description="Over a pair of sources: how many points figure_pct is the mean of.",
+    )
     reasons: list[Reason] = Field(default_factory=list)
 
 
@@ -78,10 +95,16 @@ class Roofline(BaseModel):
 
     active_params: int
     bytes_per_param: float
-    weight_bytes_per_step: float = Field(description="Active params x bytes per param: read once per decode step.")
-    kv_bytes_per_token_read: float = Field(description="KV cache read per generated token per sequence (0 when not known).")
+    weight_bytes_per_step: float = Field(
+        description="Active params x bytes per param: read once per decode step."
+    )
+    kv_bytes_per_token_read: float = Field(
+        description="KV cache read per generated token per sequence (0 when not known)."
+    )
     bandwidth_gb_s_total: float = Field(description="Per-card bandwidth x GPU count.")
-    ceiling_tok_s: float = Field(description="Upper bound on aggregate decode tok/s at this concurrency.")
+    ceiling_tok_s: float = Field(
+        description="Upper bound on aggregate decode tok/s at this concurrency."
+    )
     pct_of_ceiling: float
     assumptions: list[str] = Field(default_factory=list)
 
@@ -90,7 +113,9 @@ class Derived(BaseModel):
     """Figures computed from one perf point, each only where it is valid."""
 
     decode_tok_s_per_gpu: float | None = None
-    tok_s_per_w: float | None = Field(default=None, description="1 / measured energy per token; never from a power limit.")
+    tok_s_per_w: float | None = Field(
+        default=None, description="1 / measured energy per token; never from a power limit."
+    )
     tok_s_per_w_unavailable: str | None = None
     roofline: Roofline | None = None
     roofline_unavailable: str | None = None
@@ -110,12 +135,19 @@ class PointPair(BaseModel):
     context_len: int | None
     a: Side
     b: Side
-    decode_ratio_pct: float | None = Field(default=None, description="A's decode tok/s as a percentage of B's.")
-    slo: str | None = Field(default=None, description="Two capacities: the SLO both were measured under.")
-    users_ratio_pct: float | None = Field(default=None, description="Two capacities: A's users at the SLO as a "
-                                                                    "percentage of B's.")
+    decode_ratio_pct: float | None = Field(
+        default=None, description="A's decode tok/s as a percentage of B's."
+    )
+    slo: str | None = Field(
+        default=None, description="Two capacities: the SLO both were measured under."
+    )
+    users_ratio_pct: float | None = Field(
+        default=None, description="Two capacities: A's users at the SLO as a percentage of B's."
+    )
     per_gpu_ratio_pct: float | None = None
-    same: list[str] = Field(default_factory=list, description="Conditions known on both sides and equal.")
+    same: list[str] = Field(
+        default_factory=list, description="Conditions known on both sides and equal."
+    )
     verdicts: list[AspectVerdict]
 
 
@@ -137,10 +169,16 @@ class PairComparison(BaseModel):
     a: str
     b: str
     points: list[PointPair]
-    unmatched_a: list[str] = Field(default_factory=list, description="A's points with no partner in B.")
+    unmatched_a: list[str] = Field(
+        default_factory=list, description="A's points with no partner in B."
+    )
     unmatched_b: list[str] = Field(default_factory=list)
-    verdicts: list[AspectVerdict] = Field(description="Per aspect: the worst verdict over the points, every reason once.")
-    quality: list[QualityPair] = Field(default_factory=list, description="Quality points of the same test, like for like.")
+    verdicts: list[AspectVerdict] = Field(
+        description="Per aspect: the worst verdict over the points, every reason once."
+    )
+    quality: list[QualityPair] = Field(
+        default_factory=list, description="Quality points of the same test, like for like."
+    )
 
 
 class Comparison(BaseModel):

@@ -27,10 +27,17 @@ def pct(value: float | None) -> str:
 
 def source_line(letter: str, source: Source) -> str:
     """'A  slug (recipe)' with what was left out."""
-    kind = {"bench_result": "bench result", "capacity": "capacity result",
-            "quality_result": "quality result"}.get(source.kind, "recipe")
+    kind = {
+        "bench_result": "bench result",
+        "capacity": "capacity result",
+        "quality_result": "quality result",
+    }.get(source.kind, "recipe")
     text = f"{letter}  {source.name} ({kind}"
-    text += f", hash {source.content_hash.removeprefix('sha256:')[:12]} verified)" if source.content_hash else ")"
+    text += (
+        f", hash {source.content_hash.removeprefix('sha256:')[:12]} verified)"
+        if source.content_hash
+        else ")"
+    )
     if source.quality:
         text += f"; {len(source.quality)} quality point(s)"
     if source.skipped:
@@ -43,21 +50,30 @@ def ceiling_cell(side: Side, compact: bool = False) -> str:
     roof = side.derived.roofline
     if roof is None:
         return "—"
-    return f"{roof.pct_of_ceiling:.1f}%" if compact else f"{roof.pct_of_ceiling:.1f}% of ≤{roof.ceiling_tok_s:,.0f}"
+    return (
+        f"{roof.pct_of_ceiling:.1f}%"
+        if compact
+        else f"{roof.pct_of_ceiling:.1f}% of ≤{roof.ceiling_tok_s:,.0f}"
+    )
 
 
 def ceiling_line(pair: PairComparison) -> str | None:
     """The ceilings the compact cells are a share of: 'bandwidth ceiling, tok/s: A ≤56,889 (c1), …'."""
     parts = []
     for letter in ("a", "b"):
-        found = [f"≤{s.derived.roofline.ceiling_tok_s:,.0f} ({point_key(p)})" for p in pair.points
-                 if (s := getattr(p, letter)).derived.roofline is not None]
+        found = [
+            f"≤{s.derived.roofline.ceiling_tok_s:,.0f} ({point_key(p)})"
+            for p in pair.points
+            if (s := getattr(p, letter)).derived.roofline is not None
+        ]
         if found:
             parts.append(f"{letter.upper()} " + ", ".join(found))
     return "bandwidth ceiling, tok/s: " + "; ".join(parts) if parts else None
 
 
-def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Callable[[PointPair], str]]]:
+def columns(
+    pair: PairComparison, compact: bool = False
+) -> list[tuple[str, Callable[[PointPair], str]]]:
     """(header, cell) per column; the energy and ceiling columns only when some point has them.
 
     ``compact`` (the terminal) leaves out a context column with no context in it and shortens
@@ -65,8 +81,11 @@ def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Call
     cols: list[tuple[str, Callable[[PointPair], str]]] = [("conc", lambda p: str(p.concurrency))]
     if any(p.slo is not None for p in pair.points):
         # Two capacities: the users each serves at the SLO, then the aggregate at that many.
-        cols = [("A users", lambda p: str(p.a.point.users_at_slo)), ("B users", lambda p: str(p.b.point.users_at_slo)),
-                ("users A/B", lambda p: pct(p.users_ratio_pct))]
+        cols = [
+            ("A users", lambda p: str(p.a.point.users_at_slo)),
+            ("B users", lambda p: str(p.b.point.users_at_slo)),
+            ("users A/B", lambda p: pct(p.users_ratio_pct)),
+        ]
     if not compact or any(p.context_len is not None for p in pair.points):
         cols.append(("ctx", lambda p: "—" if p.context_len is None else str(p.context_len)))
     cols += [
@@ -77,10 +96,21 @@ def columns(pair: PairComparison, compact: bool = False) -> list[tuple[str, Call
         ("B per GPU", lambda p: rate(p.b.derived.decode_tok_s_per_gpu, compact)),
     ]
     if any(s.derived.tok_s_per_w is not None for p in pair.points for s in (p.a, p.b)):
-        cols += [("A tok/s/W", lambda p: num(p.a.derived.tok_s_per_w, 3)), ("B tok/s/W", lambda p: num(p.b.derived.tok_s_per_w, 3))]
+        cols += [
+            ("A tok/s/W", lambda p: num(p.a.derived.tok_s_per_w, 3)),
+            ("B tok/s/W", lambda p: num(p.b.derived.tok_s_per_w, 3)),
+        ]
     if any(s.derived.roofline is not None for p in pair.points for s in (p.a, p.b)):
-        cols += [("A % of BW ceiling" if compact else "A of BW ceiling", lambda p: ceiling_cell(p.a, compact)),
-                 ("B % of BW ceiling" if compact else "B of BW ceiling", lambda p: ceiling_cell(p.b, compact))]
+        cols += [
+            (
+                "A % of BW ceiling" if compact else "A of BW ceiling",
+                lambda p: ceiling_cell(p.a, compact),
+            ),
+            (
+                "B % of BW ceiling" if compact else "B of BW ceiling",
+                lambda p: ceiling_cell(p.b, compact),
+            ),
+        ]
     return cols
 
 
@@ -100,7 +130,11 @@ def figure_line(pair: PairComparison, aspect: str) -> str | None:
     if not parts:
         return None
     capacity = aspect == "throughput" and any(p.slo is not None for p in pair.points)
-    return f"A's {'users at the SLO' if capacity else _what(aspect)} is " + ", ".join(parts) + " of B's"
+    return (
+        f"A's {'users at the SLO' if capacity else _what(aspect)} is "
+        + ", ".join(parts)
+        + " of B's"
+    )
 
 
 def _what(aspect: str) -> str:
@@ -113,8 +147,10 @@ def overall_line(verdict: AspectVerdict) -> str | None:
     Left out for a single point: its figure is already on the line above."""
     if verdict.figure_pct is None or not verdict.figure_points or verdict.figure_points < 2:
         return None
-    return (f"overall: A's {_what(verdict.aspect)} is {verdict.figure_pct:.1f}% of B's "
-            f"across {verdict.figure_points} points (geometric mean)")
+    return (
+        f"overall: A's {_what(verdict.aspect)} is {verdict.figure_pct:.1f}% of B's "
+        f"across {verdict.figure_points} points (geometric mean)"
+    )
 
 
 def reason_lines(verdict: AspectVerdict) -> list[tuple[str, str]]:
@@ -123,7 +159,9 @@ def reason_lines(verdict: AspectVerdict) -> list[tuple[str, str]]:
     unknown: dict[str, list[str]] = {}
     for r in verdict.reasons:
         if r.kind == "unknown_both":
-            unknown.setdefault("both sides", []).append(r.message.removesuffix(" unknown on both sides"))
+            unknown.setdefault("both sides", []).append(
+                r.message.removesuffix(" unknown on both sides")
+            )
         elif r.kind == "unknown_one_side":
             side, other, known = ("A", "B", r.b) if r.a is None else ("B", "A", r.a)
             label = r.message.split(" unknown on ")[0]
@@ -141,7 +179,10 @@ def missing_notes(pair: PairComparison) -> list[str]:
     for letter, getter in (("A", lambda p: p.a), ("B", lambda p: p.b)):
         for p in pair.points:
             d = getter(p).derived
-            for what, why in (("tok/s per W", d.tok_s_per_w_unavailable), ("bandwidth ceiling", d.roofline_unavailable)):
+            for what, why in (
+                ("tok/s per W", d.tok_s_per_w_unavailable),
+                ("bandwidth ceiling", d.roofline_unavailable),
+            ):
                 note = f"{letter} {what}: {why}"
                 if why and note not in notes:
                     notes.append(note)

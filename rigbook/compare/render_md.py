@@ -19,11 +19,19 @@ def render_md(comparison: Comparison) -> str:
     by_name = {s.name: s for s in comparison.sources}
     out = ["# rigbook compare", ""]
     for pair in comparison.pairs:
-        out += [f"## {pair.a} vs {pair.b}", "", f"- {source_line('A', by_name[pair.a])}",
-                f"- {source_line('B', by_name[pair.b])}", ""]
+        out += [
+            f"## {pair.a} vs {pair.b}",
+            "",
+            f"- {source_line('A', by_name[pair.a])}",
+            f"- {source_line('B', by_name[pair.b])}",
+            "",
+        ]
         if pair.points:
             cols = columns(pair)
-            out += ["| " + " | ".join(header for header, _ in cols) + " |", "|" + "---:|" * len(cols)]
+            out += [
+                "| " + " | ".join(header for header, _ in cols) + " |",
+                "|" + "---:|" * len(cols),
+            ]
             out += ["| " + " | ".join(cell(p) for _, cell in cols) + " |" for p in pair.points]
             out.append("")
         elif not pair.quality:
@@ -41,10 +49,15 @@ def render_md(comparison: Comparison) -> str:
             out.append("")
         if pair.quality:
             out += ["**quality, like for like**", ""]
-            out += [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}"
-                    for line in quality_lines(pair.quality)] + [""]
-        notes = missing_notes(pair) + [f"{side} points with no partner: {'; '.join(labels)}"
-                                       for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b)) if labels]
+            out += [
+                f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}"
+                for line in quality_lines(pair.quality)
+            ] + [""]
+        notes = missing_notes(pair) + [
+            f"{side} points with no partner: {'; '.join(labels)}"
+            for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b))
+            if labels
+        ]
         if notes:
             out += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out).rstrip() + "\n"

@@ -34,7 +34,11 @@ def render_table(comparison: Comparison, console: Console) -> None:
             # Two-line headers and a light box: eleven columns of numbers inside 80 characters.
             table = Table(box=box.SIMPLE_HEAD, padding=0, show_edge=False)
             for header, _ in cols:
-                split = header.replace(" of BW ", " of\nBW ") if "BW" in header else header.replace(" ", "\n", 1)
+                split = (
+                    header.replace(" of BW ", " of\nBW ")
+                    if "BW" in header
+                    else header.replace(" ", "\n", 1)
+                )
                 table.add_column(split, justify="right", no_wrap=True)
             for p in pair.points:
                 table.add_row(*(cell(p) for _, cell in cols))
@@ -44,7 +48,9 @@ def render_table(comparison: Comparison, console: Console) -> None:
                 console.print(f"[dim]{ceilings}[/]", highlight=False)
         for verdict in pair.verdicts:
             colour = COLOURS[verdict.verdict]
-            console.print(f"[bold]{verdict.title}[/]: [{colour}]{verdict.verdict}[/]", highlight=False)
+            console.print(
+                f"[bold]{verdict.title}[/]: [{colour}]{verdict.verdict}[/]", highlight=False
+            )
             figure = figure_line(pair, verdict.aspect)
             if figure:
                 console.print(f"  {figure}", highlight=False)
@@ -61,5 +67,7 @@ def render_table(comparison: Comparison, console: Console) -> None:
             console.print(f"[dim]  {note}[/]", highlight=False)
         for side, labels in (("A", pair.unmatched_a), ("B", pair.unmatched_b)):
             if labels:
-                console.print(f"[dim]  {side} points with no partner: {'; '.join(labels)}[/]", highlight=False)
+                console.print(
+                    f"[dim]  {side} points with no partner: {'; '.join(labels)}[/]", highlight=False
+                )
         console.print()

@@ -36,8 +36,16 @@ NC: Severity = "not_comparable"
 CAVEAT: Severity = "caveat"
 WORK: Mapping[Aspect, Severity] = {"throughput": NC, "power_efficiency": NC, "scaling": NC}
 SETUP: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": CAVEAT, "scaling": NC}
-METHOD: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": CAVEAT, "scaling": CAVEAT}
-FACTOR: Mapping[Aspect, Severity] = {"throughput": CAVEAT, "power_efficiency": NC, "scaling": CAVEAT}
+METHOD: Mapping[Aspect, Severity] = {
+    "throughput": CAVEAT,
+    "power_efficiency": CAVEAT,
+    "scaling": CAVEAT,
+}
+FACTOR: Mapping[Aspect, Severity] = {
+    "throughput": CAVEAT,
+    "power_efficiency": NC,
+    "scaling": CAVEAT,
+}
 
 
 def _norm(text: str | None) -> str | None:
@@ -77,8 +85,11 @@ class Special:
 
 # Scaling reads a ratio as what one more (or one fewer) GPU is worth; no GPU against some GPUs
 # changes the kind of hardware, not the count, so that ratio is no retention figure.
-NO_GPU_VS_GPU = Special(holds=lambda a, b: (a == 0) != (b == 0), cost={"scaling": NC},
-                        why="no GPU against GPUs is no scaling step")
+NO_GPU_VS_GPU = Special(
+    holds=lambda a, b: (a == 0) != (b == 0),
+    cost={"scaling": NC},
+    why="no GPU against GPUs is no scaling step",
+)
 
 
 @dataclass(frozen=True)
@@ -104,40 +115,145 @@ def _c(p: ComparedPoint):
 
 RULES: tuple[Rule, ...] = (
     Rule("model", "model", lambda p, m: _norm(m), WORK, show=lambda p, m: str(m)),
-    Rule("workload", "workload", lambda p, m: _norm(_c(p).workload), WORK, show=lambda p, m: str(_c(p).workload)),
+    Rule(
+        "workload",
+        "workload",
+        lambda p, m: _norm(_c(p).workload),
+        WORK,
+        show=lambda p, m: str(_c(p).workload),
+    ),
     Rule("context_len", "context length", lambda p, m: p.context_len, WORK),
-    Rule("gpu_count", "GPU count", lambda p, m: _c(p).gpu_count, FACTOR, with_energy={"power_efficiency": CAVEAT}, factor=True,
-         special=NO_GPU_VS_GPU),
-    Rule("card", "card", lambda p, m: _card_model(_c(p).card), SETUP, show=lambda p, m: str(_c(p).card)),
-    Rule("card_variant", "card variant", lambda p, m: _card_variant(_c(p).card), SETUP, after="card",
-         show=lambda p, m: variant_label(parse_card(_c(p).card or ""))),
-    Rule("power_limit_w_per_gpu", "enforced power per card", lambda p, m: _c(p).power_limit_w_per_gpu, FACTOR,
-         with_energy={"power_efficiency": CAVEAT}, factor=True, show=lambda p, m: f"{_c(p).power_limit_w_per_gpu:g} W"),
-    Rule("engine", "engine", lambda p, m: _norm(_c(p).engine), SETUP, show=lambda p, m: str(_c(p).engine)),
-    Rule("engine_version", "engine version", lambda p, m: _version(_c(p).engine_version), SETUP, after="engine",
-         show=lambda p, m: str(_c(p).engine_version)),
-    Rule("quant", "quantisation", lambda p, m: _norm(_c(p).quant), SETUP, show=lambda p, m: str(_c(p).quant)),
-    Rule("kv_cache_dtype", "KV cache type", lambda p, m: _norm(_c(p).kv_cache_dtype), SETUP,
-         show=lambda p, m: str(_c(p).kv_cache_dtype)),
-    Rule("speculative_method", "speculative method", lambda p, m: _norm(_c(p).speculative_method), SETUP,
-         show=lambda p, m: str(_c(p).speculative_method)),
-    Rule("temperature", "sampling temperature", lambda p, m: _c(p).sampling.temperature if _c(p).sampling else None, WORK),
-    Rule("top_p", "sampling top_p", lambda p, m: _c(p).sampling.top_p if _c(p).sampling else None, WORK),
+    Rule(
+        "gpu_count",
+        "GPU count",
+        lambda p, m: _c(p).gpu_count,
+        FACTOR,
+        with_energy={"power_efficiency": CAVEAT},
+        factor=True,
+        special=NO_GPU_VS_GPU,
+    ),
+    Rule(
+        "card",
+        "card",
+        lambda p, m: _card_model(_c(p).card),
+        SETUP,
+        show=lambda p, m: str(_c(p).card),
+    ),
+    Rule(
+        "card_variant",
+        "card variant",
+        lambda p, m: _card_variant(_c(p).card),
+        SETUP,
+        after="card",
+        show=lambda p, m: variant_label(parse_card(_c(p).card or "")),
+    ),
+    Rule(
+        "power_limit_w_per_gpu",
+        "enforced power per card",
+        lambda p, m: _c(p).power_limit_w_per_gpu,
+        FACTOR,
+        with_energy={"power_efficiency": CAVEAT},
+        factor=True,
+        show=lambda p, m: f"{_c(p).power_limit_w_per_gpu:g} W",
+    ),
+    Rule(
+        "engine",
+        "engine",
+        lambda p, m: _norm(_c(p).engine),
+        SETUP,
+        show=lambda p, m: str(_c(p).engine),
+    ),
+    Rule(
+        "engine_version",
+        "engine version",
+        lambda p, m: _version(_c(p).engine_version),
+        SETUP,
+        after="engine",
+        show=lambda p, m: str(_c(p).engine_version),
+    ),
+    Rule(
+        "quant",
+        "quantisation",
+        lambda p, m: _norm(_c(p).quant),
+        SETUP,
+        show=lambda p, m: str(_c(p).quant),
+    ),
+    Rule(
+        "kv_cache_dtype",
+        "KV cache type",
+        lambda p, m: _norm(_c(p).kv_cache_dtype),
+        SETUP,
+        show=lambda p, m: str(_c(p).kv_cache_dtype),
+    ),
+    Rule(
+        "speculative_method",
+        "speculative method",
+        lambda p, m: _norm(_c(p).speculative_method),
+        SETUP,
+        show=lambda p, m: str(_c(p).speculative_method),
+    ),
+    Rule(
+        "temperature",
+        "sampling temperature",
+        lambda p, m: _c(p).sampling.temperature if _c(p).sampling else None,
+        WORK,
+    ),
+    Rule(
+        "top_p",
+        "sampling top_p",
+        lambda p, m: _c(p).sampling.top_p if _c(p).sampling else None,
+        WORK,
+    ),
     Rule("reply_tokens", "reply length (tokens)", lambda p, m: _c(p).reply_tokens, WORK),
-    Rule("thinking", "thinking", lambda p, m: _c(p).thinking, WORK, show=lambda p, m: "on" if _c(p).thinking else "off"),
+    Rule(
+        "thinking",
+        "thinking",
+        lambda p, m: _c(p).thinking,
+        WORK,
+        show=lambda p, m: "on" if _c(p).thinking else "off",
+    ),
     # Rates defined differently measure different things (TTFT in or out, one request or all).
     Rule("rate_definition", "rate definition", lambda p, m: _c(p).rate_definition, WORK),
     Rule("token_count_source", "token-count source", lambda p, m: _c(p).token_count_source, METHOD),
-    Rule("bench_tool", "benchmark tool", lambda p, m: _norm(_c(p).bench_tool), METHOD, show=lambda p, m: str(_c(p).bench_tool)),
-    Rule("bench_tool_version", "benchmark tool version", lambda p, m: _version(_c(p).bench_tool_version), METHOD,
-         after="bench_tool", show=lambda p, m: str(_c(p).bench_tool_version)),
+    Rule(
+        "bench_tool",
+        "benchmark tool",
+        lambda p, m: _norm(_c(p).bench_tool),
+        METHOD,
+        show=lambda p, m: str(_c(p).bench_tool),
+    ),
+    Rule(
+        "bench_tool_version",
+        "benchmark tool version",
+        lambda p, m: _version(_c(p).bench_tool_version),
+        METHOD,
+        after="bench_tool",
+        show=lambda p, m: str(_c(p).bench_tool_version),
+    ),
     Rule("bench_mode", "bench mode", lambda p, m: _c(p).bench_mode, METHOD),
-    Rule("bench_profile", "bench profile", lambda p, m: _norm(_c(p).bench_profile), METHOD, both_stated=True,
-         show=lambda p, m: str(_c(p).bench_profile)),
-    Rule("bench_profile_hash", "bench profile content hash", lambda p, m: _c(p).bench_profile_hash, METHOD,
-         after="bench_profile", show=lambda p, m: str(_c(p).bench_profile_hash).removeprefix("sha256:")[:12]),
-    Rule("claimed_by", "claimed or measured", lambda p, m: _measured(p.claimed_by), METHOD,
-         show=lambda p, m: f"{_measured(p.claimed_by)} ({p.claimed_by})"),
+    Rule(
+        "bench_profile",
+        "bench profile",
+        lambda p, m: _norm(_c(p).bench_profile),
+        METHOD,
+        both_stated=True,
+        show=lambda p, m: str(_c(p).bench_profile),
+    ),
+    Rule(
+        "bench_profile_hash",
+        "bench profile content hash",
+        lambda p, m: _c(p).bench_profile_hash,
+        METHOD,
+        after="bench_profile",
+        show=lambda p, m: str(_c(p).bench_profile_hash).removeprefix("sha256:")[:12],
+    ),
+    Rule(
+        "claimed_by",
+        "claimed or measured",
+        lambda p, m: _measured(p.claimed_by),
+        METHOD,
+        show=lambda p, m: f"{_measured(p.claimed_by)} ({p.claimed_by})",
+    ),
 )
 
 RULES_BY_NAME = {r.name: r for r in RULES}
@@ -155,13 +271,17 @@ class Outcome(BaseModel):
     special: bool = False  # the difference is the rule's Special case
 
 
-def _shown(rule: Rule, point: ComparedPoint, model: str | None, value: Hashable | None) -> str | None:
+def _shown(
+    rule: Rule, point: ComparedPoint, model: str | None, value: Hashable | None
+) -> str | None:
     if value is None:
         return None
     return rule.show(point, model) if rule.show else str(value)
 
 
-def judge(a: ComparedPoint, a_model: str | None, b: ComparedPoint, b_model: str | None) -> list[Outcome]:
+def judge(
+    a: ComparedPoint, a_model: str | None, b: ComparedPoint, b_model: str | None
+) -> list[Outcome]:
     """Every rule's outcome for points ``a`` and ``b`` (rules whose prerequisite did not hold are left out)."""
     outcomes: dict[str, Outcome] = {}
     for rule in RULES:
@@ -179,6 +299,11 @@ def judge(a: ComparedPoint, a_model: str | None, b: ComparedPoint, b_model: str 
         else:
             kind = "equal" if va == vb else "differs"
         special = kind == "differs" and rule.special is not None and rule.special.holds(va, vb)
-        outcomes[rule.name] = Outcome(rule=rule.name, kind=kind, a=_shown(rule, a, a_model, va), b=_shown(rule, b, b_model, vb),
-                                      special=special)
+        outcomes[rule.name] = Outcome(
+            rule=rule.name,
+            kind=kind,
+            a=_shown(rule, a, a_model, va),
+            b=_shown(rule, b, b_model, vb),
+            special=special,
+        )
     return list(outcomes.values())

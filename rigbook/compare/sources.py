@@ -47,7 +47,9 @@ def _fill(point: PerfPoint, defaults: dict, cpu: str = CPU) -> ComparedPoint:
     conditions = ComparedConditions.model_validate(merged)
     if conditions.gpu_count == 0 and conditions.card is None:
         conditions.card = cpu
-    return ComparedPoint.model_validate(point.model_dump(exclude={"conditions"}) | {"conditions": conditions})
+    return ComparedPoint.model_validate(
+        point.model_dump(exclude={"conditions"}) | {"conditions": conditions}
+    )
 
 
 def _usable(points: list[PerfPoint]) -> tuple[list[PerfPoint], list[str]]:
@@ -78,7 +80,8 @@ def recipe_defaults(recipe: Recipe) -> dict:
         "card": cards.pop() if len(cards) == 1 else None,
         "power_limit_w_per_gpu": ext.power_limit_w_per_gpu,
         "engine": recipe.engine,
-        "engine_version": ext.engine_version or (recipe.engine_source.base_version if recipe.engine_source else None),
+        "engine_version": ext.engine_version
+        or (recipe.engine_source.base_version if recipe.engine_source else None),
         "quant": recipe.models[0].quant if len(recipe.models) == 1 else None,
         "kv_cache_dtype": ext.kv_cache_dtype,
         "speculative_method": ext.speculative.method if ext.speculative else None,
@@ -89,9 +92,15 @@ def source_from_recipe(ref: str, recipe: Recipe) -> Source:
     """A recipe's perf points with recipe-level conditions filled in."""
     defaults = recipe_defaults(recipe)
     kept, skipped = _usable(recipe.perf_points)
-    return Source(ref=ref, kind="recipe", name=recipe.slug, model=recipe.models[0].slug if recipe.models else None,
-                  points=[_fill(p, defaults) for p in kept], skipped=skipped,
-                  quality=[_fill(p, defaults) for p in recipe_quality(recipe)])
+    return Source(
+        ref=ref,
+        kind="recipe",
+        name=recipe.slug,
+        model=recipe.models[0].slug if recipe.models else None,
+        points=[_fill(p, defaults) for p in kept],
+        skipped=skipped,
+        quality=[_fill(p, defaults) for p in recipe_quality(recipe)],
+    )
 
 
 def source_from_quality(ref: str) -> Source:
@@ -100,9 +109,15 @@ def source_from_quality(ref: str) -> Source:
     c = result.conditions
     endpoint = c.endpoint if isinstance(result, quality_result.NeedleResult) else c.a
     defaults = {"engine": endpoint.engine, "engine_version": endpoint.engine_version}
-    return Source(ref=ref, kind="quality_result", name=Path(ref).name, model=endpoint.model, points=[],
-                  content_hash=result.content_hash,
-                  quality=[_fill(p, defaults) for p in result.quality_points])
+    return Source(
+        ref=ref,
+        kind="quality_result",
+        name=Path(ref).name,
+        model=endpoint.model,
+        points=[],
+        content_hash=result.content_hash,
+        quality=[_fill(p, defaults) for p in result.quality_points],
+    )
 
 
 def _run_defaults(result: BenchResult) -> dict:
@@ -121,15 +136,21 @@ def _run_defaults(result: BenchResult) -> dict:
         # Every rigbook bench wrote its aggregate, TTFT included, as decode_tok_s (results written
         # before the field existed say nothing, but their notes and code say this).
         "rate_definition": "aggregate_with_ttft" if c.bench_tool == "rigbook" else None,
-        "sampling": Sampling(temperature=c.profile.temperature, top_p=c.profile.top_p).model_dump(exclude_none=True),
+        "sampling": Sampling(temperature=c.profile.temperature, top_p=c.profile.top_p).model_dump(
+            exclude_none=True
+        ),
         "reply_tokens": c.profile.max_tokens,
         "reply_length_held": c.profile.reply_length_held,
         "thinking": c.profile.thinking,
         "workload": c.profile.workload,
-        "gpu_count": len(result.telemetry.gpus) if result.telemetry.available and result.telemetry.gpus else None,
+        "gpu_count": len(result.telemetry.gpus)
+        if result.telemetry.available and result.telemetry.gpus
+        else None,
         "card": names.pop() if len(names) == 1 else None,
         # A single enforced limit shared by every card; mixed limits stay unknown rather than averaged.
-        "power_limit_w_per_gpu": limits.pop() if len(limits) == 1 and None not in result.telemetry.power_limit_w_per_gpu else None,
+        "power_limit_w_per_gpu": limits.pop()
+        if len(limits) == 1 and None not in result.telemetry.power_limit_w_per_gpu
+        else None,
     }
 
 
@@ -142,21 +163,45 @@ def _cpu(result: BenchResult) -> str:
 def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
     """What the matching valid cell adds: its token-count source and its measured energy per token."""
     mode = _noted_mode(point) or result.conditions.mode
-    cell = next((c for c in result.cells if c.valid and c.concurrency == point.concurrency and c.mode == mode), None)
+    cell = next(
+        (
+            c
+            for c in result.cells
+            if c.valid and c.concurrency == point.concurrency and c.mode == mode
+        ),
+        None,
+    )
     if cell is None:
         return {}
-    return {"token_count_source": cell.token_count_source,
-            "energy_j_per_token": cell.telemetry.energy_j_per_token if cell.telemetry.available else None}
+    return {
+        "token_count_source": cell.token_count_source,
+        "energy_j_per_token": cell.telemetry.energy_j_per_token
+        if cell.telemetry.available
+        else None,
+    }
 
 
 def source_from_result(ref: str, result: BenchResult) -> Source:
     """A bench result's perf points with the run's conditions filled in."""
     run = _run_defaults(result)
     kept, skipped = _usable(result.perf_points)
-    points = [_fill(p, run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None}, _cpu(result))
-              for p in kept]
-    return Source(ref=ref, kind="bench_result", name=Path(ref).name, model=result.conditions.model,
-                  content_hash=result.content_hash, points=points, skipped=skipped)
+    points = [
+        _fill(
+            p,
+            run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None},
+            _cpu(result),
+        )
+        for p in kept
+    ]
+    return Source(
+        ref=ref,
+        kind="bench_result",
+        name=Path(ref).name,
+        model=result.conditions.model,
+        content_hash=result.content_hash,
+        points=points,
+        skipped=skipped,
+    )
 
 
 def source_from_capacity(ref: str, result: CapacityResult) -> Source:
@@ -164,12 +209,25 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
     bench = result.bench
     run = _run_defaults(bench)
     kept, skipped = _usable(result.perf_points)
-    points = [_fill(p, run | {k: v for k, v in _cell_defaults(bench, p).items() if v is not None}, _cpu(bench))
-              for p in kept]
+    points = [
+        _fill(
+            p,
+            run | {k: v for k, v in _cell_defaults(bench, p).items() if v is not None},
+            _cpu(bench),
+        )
+        for p in kept
+    ]
     if not result.perf_points:
         skipped.append(f"no users at {result.slo.text}: {result.answer.sentence}")
-    return Source(ref=ref, kind="capacity", name=Path(ref).name, model=bench.conditions.model,
-                  content_hash=result.content_hash, points=points, skipped=skipped)
+    return Source(
+        ref=ref,
+        kind="capacity",
+        name=Path(ref).name,
+        model=bench.conditions.model,
+        content_hash=result.content_hash,
+        points=points,
+        skipped=skipped,
+    )
 
 
 def _is_bench_result(ref: str) -> bool:
@@ -195,7 +253,10 @@ def _looks_like_recipe(ref: str) -> bool:
 
 def load_source(ref: str) -> Source:
     """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
-    if quality_result.peek_kind(Path(ref)) in (quality_result.NEEDLE_KIND, quality_result.AGREE_KIND):
+    if quality_result.peek_kind(Path(ref)) in (
+        quality_result.NEEDLE_KIND,
+        quality_result.AGREE_KIND,
+    ):
         source = source_from_quality(ref)
     elif _is_bench_result(ref):
         source = source_from_result(ref, load_result(ref))
@@ -205,16 +266,26 @@ def load_source(ref: str) -> Source:
         try:
             recipe = resolve_recipe(ref)
         except RigbookError as exc:
-            if exc.code != "E_RECIPE_INVALID" or not Path(ref).expanduser().is_file() or _looks_like_recipe(ref):
+            if (
+                exc.code != "E_RECIPE_INVALID"
+                or not Path(ref).expanduser().is_file()
+                or _looks_like_recipe(ref)
+            ):
                 raise
             # A file that is no recipe may be a result cut short or edited: say both what it is not.
-            raise InputError("E_RESULT_INVALID", f"{ref} is neither a bench result nor a recipe: {exc.message}",
-                             "Give a result file written by `rigbook bench` (a killed run's *.journal.jsonl "
-                             "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
-                             details=exc.details) from None
+            raise InputError(
+                "E_RESULT_INVALID",
+                f"{ref} is neither a bench result nor a recipe: {exc.message}",
+                "Give a result file written by `rigbook bench` (a killed run's *.journal.jsonl "
+                "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
+                details=exc.details,
+            ) from None
         source = source_from_recipe(ref, recipe)
     if not source.points and not source.quality:
-        raise InputError("E_INPUT", f"{ref} has no perf point with a concurrency and a number to compare",
-                         "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
-                         details=source.skipped)
+        raise InputError(
+            "E_INPUT",
+            f"{ref} has no perf point with a concurrency and a number to compare",
+            "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
+            details=source.skipped,
+        )
     return source

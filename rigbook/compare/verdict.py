@@ -44,7 +44,14 @@ def _reason(outcome: Outcome, aspect: Aspect, energy_both: bool) -> Reason | Non
         message += f" ({rule.special.why})"
     elif aspect == "scaling" and rule.factor and outcome.kind == "differs":
         message += " (the factor this ratio varies)"
-    return Reason(condition=rule.name, severity=severity, kind=outcome.kind, a=outcome.a, b=outcome.b, message=message)
+    return Reason(
+        condition=rule.name,
+        severity=severity,
+        kind=outcome.kind,
+        a=outcome.a,
+        b=outcome.b,
+        message=message,
+    )
 
 
 def word(reasons: list[Reason]) -> VerdictWord:
@@ -59,8 +66,14 @@ def _energy_reasons(a_tpw: float | None, b_tpw: float | None) -> list[Reason]:
     if not missing:
         return []
     where = "either side" if len(missing) == 2 else missing[0]
-    return [Reason(condition="energy", severity=NC, kind="missing",
-                   message=f"no measured energy on {where}: tok/s per W needs an energy reading, a power limit is a cap, not a draw")]
+    return [
+        Reason(
+            condition="energy",
+            severity=NC,
+            kind="missing",
+            message=f"no measured energy on {where}: tok/s per W needs an energy reading, a power limit is a cap, not a draw",
+        )
+    ]
 
 
 def _two_factors(outcomes: list[Outcome]) -> list[Reason]:
@@ -68,8 +81,14 @@ def _two_factors(outcomes: list[Outcome]) -> list[Reason]:
     if len(varied) < 2:
         return []
     names = " and ".join(RULES_BY_NAME[o.rule].label for o in varied)
-    return [Reason(condition="factors", severity=NC, kind="two_factors",
-                   message=f"{names} both change: the ratio cannot be put down to either, so it is no retention or scaling measure")]
+    return [
+        Reason(
+            condition="factors",
+            severity=NC,
+            kind="two_factors",
+            message=f"{names} both change: the ratio cannot be put down to either, so it is no retention or scaling measure",
+        )
+    ]
 
 
 def _ordered(reasons: list[Reason]) -> list[Reason]:
@@ -82,8 +101,12 @@ def _ordered(reasons: list[Reason]) -> list[Reason]:
     return out
 
 
-def aspect_verdicts(outcomes: list[Outcome], a_tpw: float | None, b_tpw: float | None,
-                    decode_ratio_pct: float | None) -> list[AspectVerdict]:
+def aspect_verdicts(
+    outcomes: list[Outcome],
+    a_tpw: float | None,
+    b_tpw: float | None,
+    decode_ratio_pct: float | None,
+) -> list[AspectVerdict]:
     """The verdict per aspect for one lined-up pair of points."""
     energy_both = a_tpw is not None and b_tpw is not None
     scaling_applies = any(RULES_BY_NAME[o.rule].factor and o.kind != "equal" for o in outcomes)
@@ -99,8 +122,15 @@ def aspect_verdicts(outcomes: list[Outcome], a_tpw: float | None, b_tpw: float |
         if aspect == "scaling":
             reasons += _two_factors(outcomes)
         reasons = _ordered(reasons)
-        verdicts.append(AspectVerdict(aspect=aspect, title=ASPECT_TITLES[aspect], verdict=word(reasons),
-                                      figure_pct=figure, reasons=reasons))
+        verdicts.append(
+            AspectVerdict(
+                aspect=aspect,
+                title=ASPECT_TITLES[aspect],
+                verdict=word(reasons),
+                figure_pct=figure,
+                reasons=reasons,
+            )
+        )
     return verdicts
 
 
@@ -116,6 +146,14 @@ def summarise(per_point: list[list[AspectVerdict]]) -> list[AspectVerdict]:
         # Geometric, because these are ratios: the mean of A/B is then the inverse of the mean of B/A.
         # A zero figure (no tokens on A) has no logarithm, so it is left out and not counted.
         figure = geometric_mean(figures) if figures else None
-        out.append(AspectVerdict(aspect=aspect, title=ASPECT_TITLES[aspect], verdict=word(reasons), reasons=reasons,
-                                 figure_pct=figure, figure_points=len(figures) if figures else None))
+        out.append(
+            AspectVerdict(
+                aspect=aspect,
+                title=ASPECT_TITLES[aspect],
+                verdict=word(reasons),
+                reasons=reasons,
+                figure_pct=figure,
+                figure_points=len(figures) if figures else None,
+            )
+        )
     return out

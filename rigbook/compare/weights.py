@@ -54,7 +54,9 @@ def model_facts(name: str | None) -> ModelFacts | None:
     if not name:
         return None
     key = _key(name)
-    return next((m for m in model_table() if key in {_key(n) for n in m.names} or key == _key(m.id)), None)
+    return next(
+        (m for m in model_table() if key in {_key(n) for n in m.names} or key == _key(m.id)), None
+    )
 
 
 def quant_format(name: str | None) -> QuantFormat | None:

@@ -9,8 +9,13 @@ from rigbook.endpoint.http import json_object, request
 from rigbook.endpoint.url import base_url, v1_url
 
 # owned_by values the engines put in /v1/models
-_OWNERS = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llama.cpp", "llama.cpp": "llama.cpp",
-           "tgi": "tgi"}
+_OWNERS = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llamacpp": "llama.cpp",
+    "llama.cpp": "llama.cpp",
+    "tgi": "tgi",
+}
 
 
 class ServerInfo(BaseModel):
@@ -42,6 +47,9 @@ def discover(url: str, *, timeout: float = 10.0) -> ServerInfo:
         owner = next((m.get("owned_by") for m in listed if m.get("owned_by")), None)
         version = _version(client, url)
     engine = _OWNERS.get(str(owner).lower(), owner) if owner else None
-    return ServerInfo(models=[str(m["id"]) for m in listed if m.get("id")],
-                      engine=str(engine) if engine is not None else None, engine_version=version,
-                      engine_known=str(owner).lower() in _OWNERS)
+    return ServerInfo(
+        models=[str(m["id"]) for m in listed if m.get("id")],
+        engine=str(engine) if engine is not None else None,
+        engine_version=version,
+        engine_known=str(owner).lower() in _OWNERS,
+    )

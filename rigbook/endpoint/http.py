@@ -21,8 +21,9 @@ def request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx
         raise EndpointError("E_CONNECT", f"{method} {url}: {exc}") from None
     if response.status_code >= 400:
         body = response.text[:BODY_EXCERPT].strip()
-        raise EndpointError("E_HTTP",
-                            f"{method} {url} answered HTTP {response.status_code}: {body}")
+        raise EndpointError(
+            "E_HTTP", f"{method} {url} answered HTTP {response.status_code}: {body}"
+        )
     return response
 
 
@@ -31,8 +32,9 @@ def json_object(response: httpx.Response, what: str) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError:
-        raise EndpointError("E_HTTP", f"{what} did not answer JSON: "
-                                      f"{response.text[:BODY_EXCERPT]!r}") from None
+        raise EndpointError(
+            "E_HTTP", f"{what} did not answer JSON: {response.text[:BODY_EXCERPT]!r}"
+        ) from None
     if not isinstance(data, dict):
         raise EndpointError("E_HTTP", f"{what} answered {type(data).__name__}, not a JSON object")
     return data

@@ -39,10 +39,15 @@ def smoke(url: str, model: str | None = None, *, timeout: float = 120.0) -> Smok
         raise EndpointError("E_MODEL_ID", f"{base}/v1/models lists no models")
     chosen = model or served[0]
     if chosen not in served:
-        raise EndpointError("E_MODEL_ID", f"model {chosen!r} is not served at {base}; "
-                                          f"served: {', '.join(served)}")
-    body = {"model": chosen, "messages": [{"role": "user", "content": SMOKE_PROMPT}],
-            "temperature": 0, "max_tokens": 32}
+        raise EndpointError(
+            "E_MODEL_ID", f"model {chosen!r} is not served at {base}; served: {', '.join(served)}"
+        )
+    body = {
+        "model": chosen,
+        "messages": [{"role": "user", "content": SMOKE_PROMPT}],
+        "temperature": 0,
+        "max_tokens": 32,
+    }
     chat_url = v1_url(base, "chat/completions")
     started = time.monotonic()
     with httpx.Client(timeout=timeout) as client:
@@ -52,8 +57,16 @@ def smoke(url: str, model: str | None = None, *, timeout: float = 120.0) -> Smok
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
     reply = (message or {}).get("content") or ""
     if not reply.strip():
-        raise EndpointError("E_EMPTY_REPLY", f"{chosen} at {base} answered an empty reply: "
-                                             f"{str(data)[:BODY_EXCERPT]}")
+        raise EndpointError(
+            "E_EMPTY_REPLY",
+            f"{chosen} at {base} answered an empty reply: {str(data)[:BODY_EXCERPT]}",
+        )
     usage = data.get("usage") or {}
-    return SmokeResult(url=base, model=chosen, served=served, reply=reply.strip(),
-                       seconds=round(seconds, 3), completion_tokens=usage.get("completion_tokens"))
+    return SmokeResult(
+        url=base,
+        model=chosen,
+        served=served,
+        reply=reply.strip(),
+        seconds=round(seconds, 3),
+        completion_tokens=usage.get("completion_tokens"),
+    )

@@ -26,8 +26,9 @@ def base_url(url: str) -> str:
     try:
         parts.port  # noqa: B018 - parsing the port is the check
     except ValueError:
-        raise InputError("E_INPUT", f"{url!r} has an invalid port",
-                         "Write the port as a number, e.g. :8000.") from None
+        raise InputError(
+            "E_INPUT", f"{url!r} has an invalid port", "Write the port as a number, e.g. :8000."
+        ) from None
     path = parts.path.rstrip("/").removesuffix("/v1")
     return f"{parts.scheme}://{parts.netloc}{path}"
 

@@ -24,7 +24,13 @@ from rigbook.rig.cards import parse_card
 
 MEASURED = "measured"
 # Words a claim may not be called, compared without case, spaces or punctuation.
-RESERVED_CLAIMS = {"measured", "verified", "verifiedfromjournal", "measuredunverified", "unverified"}
+RESERVED_CLAIMS = {
+    "measured",
+    "verified",
+    "verifiedfromjournal",
+    "measuredunverified",
+    "unverified",
+}
 HUB_POINT_KEYS = ("evidence", "published_by")
 # A rate may reach the memory-bandwidth ceiling `rigbook compare` derives times this: the vendor's bandwidth is
 # rounded, and a small model's weights partly stay in cache. Anything above is refused as impossible.
@@ -42,11 +48,16 @@ def recipe_problems(recipe: Recipe, given: dict[str, Any]) -> list[str]:
     problems = text_problems(given)
     for i, point in enumerate(recipe.perf_points):
         if point.claimed_by is not None and _skeleton(point.claimed_by) in RESERVED_CLAIMS:
-            problems.append(f"perf_points.{i}.claimed_by: {MEASURED!r} is set by the hub for points of a published "
-                            f"bench result (POST /api/v1/recipes/{{slug}}/results); remove the point or say who "
-                            f"claims it (e.g. 'submitter'); got {point.claimed_by!r}")
-        problems += [f"perf_points.{i}.{key}: set by the hub for measured points; remove it"
-                     for key in HUB_POINT_KEYS if key in (point.model_extra or {})]
+            problems.append(
+                f"perf_points.{i}.claimed_by: {MEASURED!r} is set by the hub for points of a published "
+                f"bench result (POST /api/v1/recipes/{{slug}}/results); remove the point or say who "
+                f"claims it (e.g. 'submitter'); got {point.claimed_by!r}"
+            )
+        problems += [
+            f"perf_points.{i}.{key}: set by the hub for measured points; remove it"
+            for key in HUB_POINT_KEYS
+            if key in (point.model_extra or {})
+        ]
     return problems
 
 
@@ -68,10 +79,14 @@ def fit_problems(recipe: Recipe, conditions: PerfConditions, where: str) -> list
     """Why a point measured under ``conditions`` does not belong to ``recipe``'s hardware (GPU count, card family)."""
     problems = []
     if conditions.gpu_count is not None and conditions.gpu_count != recipe.gpu_count:
-        problems.append(f"{where}.gpu_count: the recipe runs on {recipe.gpu_count} GPU(s); got {conditions.gpu_count}")
+        problems.append(
+            f"{where}.gpu_count: the recipe runs on {recipe.gpu_count} GPU(s); got {conditions.gpu_count}"
+        )
     if conditions.gpu_count and conditions.card and not card_fits(recipe, conditions.card):
         cards = " or ".join(h.card for h in recipe.hardware)
-        problems.append(f"{where}.card: not the recipe's card family ({cards}); got {conditions.card!r}")
+        problems.append(
+            f"{where}.card: not the recipe's card family ({cards}); got {conditions.card!r}"
+        )
     return problems
 
 
@@ -94,8 +109,10 @@ def model_problem(recipe: Recipe, model: str) -> str | None:
     theirs, ours = model_facts(model), model_facts(ref.slug) if ref else None
     if theirs is not None and ours is not None and theirs.id == ours.id:
         return None
-    return (f"conditions.model: the recipe's model is {' / '.join(sorted(names)) or 'not named'}; "
-            f"the result measured {model!r}")
+    return (
+        f"conditions.model: the recipe's model is {' / '.join(sorted(names)) or 'not named'}; "
+        f"the result measured {model!r}"
+    )
 
 
 def _same_word(a: str | None, b: str | None) -> bool:
@@ -111,24 +128,32 @@ def rig_problems(recipe: Recipe, result: BenchResult) -> list[str]:
         return ["conditions.rig: missing (a GPU result carries the rig summary it ran on)"]
     problems = []
     if len(rig.gpus) != recipe.gpu_count:
-        problems.append(f"conditions.rig.gpus: the recipe runs on {recipe.gpu_count} GPU(s); the rig lists "
-                        f"{len(rig.gpus)}")
+        problems.append(
+            f"conditions.rig.gpus: the recipe runs on {recipe.gpu_count} GPU(s); the rig lists "
+            f"{len(rig.gpus)}"
+        )
     for gpu in rig.gpus:
         if not card_fits(recipe, gpu.name or ""):
             cards = " or ".join(h.card for h in recipe.hardware)
-            problems.append(f"conditions.rig.gpus.{gpu.index}.name: not the recipe's card family ({cards}); "
-                            f"got {gpu.name!r}")
+            problems.append(
+                f"conditions.rig.gpus.{gpu.index}.name: not the recipe's card family ({cards}); "
+                f"got {gpu.name!r}"
+            )
     names = {g.name for g in rig.gpus}
     for i, point in enumerate(result.perf_points):
         c = point.conditions
         if c is None:
             continue
         if c.gpu_count is not None and c.gpu_count != len(rig.gpus):
-            problems.append(f"perf_points.{i}.conditions.gpu_count: {c.gpu_count}, but the result's rig lists "
-                            f"{len(rig.gpus)} GPU(s)")
+            problems.append(
+                f"perf_points.{i}.conditions.gpu_count: {c.gpu_count}, but the result's rig lists "
+                f"{len(rig.gpus)} GPU(s)"
+            )
         if c.card is not None and names and c.card not in names:
-            problems.append(f"perf_points.{i}.conditions.card: {c.card!r} is not a card of the result's rig "
-                            f"({', '.join(sorted(n for n in names if n))})")
+            problems.append(
+                f"perf_points.{i}.conditions.card: {c.card!r} is not a card of the result's rig "
+                f"({', '.join(sorted(n for n in names if n))})"
+            )
     return problems
 
 
@@ -136,16 +161,26 @@ def setup_problems(recipe: Recipe, result: BenchResult) -> list[str]:
     """Engine and quantisation of the result and its points against the recipe's, exactly (case aside)."""
     problems = []
     quant = recipe.models[0].quant if recipe.models else None
-    if recipe.engine and result.conditions.engine and not _same_word(result.conditions.engine, recipe.engine):
-        problems.append(f"conditions.engine: the recipe runs {recipe.engine!r}; got {result.conditions.engine!r}")
+    if (
+        recipe.engine
+        and result.conditions.engine
+        and not _same_word(result.conditions.engine, recipe.engine)
+    ):
+        problems.append(
+            f"conditions.engine: the recipe runs {recipe.engine!r}; got {result.conditions.engine!r}"
+        )
     for i, point in enumerate(result.perf_points):
         c = point.conditions
         if c is None:
             continue
         if recipe.engine and c.engine is not None and not _same_word(c.engine, recipe.engine):
-            problems.append(f"perf_points.{i}.conditions.engine: the recipe runs {recipe.engine!r}; got {c.engine!r}")
+            problems.append(
+                f"perf_points.{i}.conditions.engine: the recipe runs {recipe.engine!r}; got {c.engine!r}"
+            )
         if quant and c.quant is not None and not _same_word(c.quant, quant):
-            problems.append(f"perf_points.{i}.conditions.quant: the recipe's model is {quant!r}; got {c.quant!r}")
+            problems.append(
+                f"perf_points.{i}.conditions.quant: the recipe's model is {quant!r}; got {c.quant!r}"
+            )
     return problems
 
 
@@ -160,15 +195,25 @@ def rate_problems(recipe: Recipe, point: PerfPoint, where: str) -> list[str]:
         return problems
     model = recipe.models[0].slug if recipe.models else None
     checks = [("decode_tok_s", point)]
-    if point.per_request_decode_tok_s_median is not None:  # one request alone: the ceiling at concurrency 1
-        checks.append(("per_request_decode_tok_s_median", point.model_copy(
-            update={"decode_tok_s": point.per_request_decode_tok_s_median, "concurrency": 1})))
+    if (
+        point.per_request_decode_tok_s_median is not None
+    ):  # one request alone: the ceiling at concurrency 1
+        checks.append(
+            (
+                "per_request_decode_tok_s_median",
+                point.model_copy(
+                    update={"decode_tok_s": point.per_request_decode_tok_s_median, "concurrency": 1}
+                ),
+            )
+        )
     for name, probe in checks:
         roof, _why = roofline(probe, model)
         if roof is not None and probe.decode_tok_s > roof.ceiling_tok_s * CEILING_MARGIN:
-            problems.append(f"{where}.{name}: {probe.decode_tok_s:g} tok/s is above what the card can do: the "
-                            f"memory-bandwidth ceiling is {roof.ceiling_tok_s:,.0f} tok/s at concurrency "
-                            f"{probe.concurrency or 1} (x {CEILING_MARGIN:g} allowed; `rigbook compare` shows it)")
+            problems.append(
+                f"{where}.{name}: {probe.decode_tok_s:g} tok/s is above what the card can do: the "
+                f"memory-bandwidth ceiling is {roof.ceiling_tok_s:,.0f} tok/s at concurrency "
+                f"{probe.concurrency or 1} (x {CEILING_MARGIN:g} allowed; `rigbook compare` shows it)"
+            )
     return problems
 
 
@@ -176,10 +221,14 @@ def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
     """Every reason to refuse ``result`` for ``recipe``, one line each (empty: accept)."""
     problems = []
     if not verify_hash(result):
-        problems.append("content_hash: does not match the result's content (edited after the run, or missing)")
+        problems.append(
+            "content_hash: does not match the result's content (edited after the run, or missing)"
+        )
     named = result.conditions.recipe_slug
     if named is not None and named != recipe.slug:
-        problems.append(f"conditions.recipe_slug: the result was measured for {named!r}, not {recipe.slug!r}")
+        problems.append(
+            f"conditions.recipe_slug: the result was measured for {named!r}, not {recipe.slug!r}"
+        )
     problems += text_problems(result.model_dump(mode="json", exclude={"cells"}))
     wrong_model = model_problem(recipe, result.conditions.model)
     if wrong_model:
@@ -188,7 +237,9 @@ def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
     if result.conditions.rig is not None:
         for gpu in result.conditions.rig.gpus:
             if gpu.power_enforced_limit_w is None:
-                problems.append(f"conditions.rig.gpus.{gpu.index}.power_enforced_limit_w: missing (the card's enforced power limit)")
+                problems.append(
+                    f"conditions.rig.gpus.{gpu.index}.power_enforced_limit_w: missing (the card's enforced power limit)"
+                )
     if not result.perf_points:
         problems.append("perf_points: the result has no perf points")
     for i, point in enumerate(result.perf_points):
@@ -199,13 +250,24 @@ def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
             problems.append(f"{where}.concurrency: missing")
         c = point.conditions
         if c is None:
-            problems.append(f"{where}.conditions: missing (GPU count, card, power, engine, quant, sampling, reply length, token source)")
+            problems.append(
+                f"{where}.conditions: missing (GPU count, card, power, engine, quant, sampling, reply length, token source)"
+            )
             continue
-        required = {"gpu_count": c.gpu_count, "engine": c.engine, "quant": c.quant, "reply_tokens": c.reply_tokens,
-                    "token_count_source": c.token_count_source}
+        required = {
+            "gpu_count": c.gpu_count,
+            "engine": c.engine,
+            "quant": c.quant,
+            "reply_tokens": c.reply_tokens,
+            "token_count_source": c.token_count_source,
+        }
         if c.gpu_count:
             required |= {"card": c.card, "power_limit_w_per_gpu": c.power_limit_w_per_gpu}
-        problems += [f"{where}.conditions.{name}: missing" for name, value in required.items() if value is None]
+        problems += [
+            f"{where}.conditions.{name}: missing"
+            for name, value in required.items()
+            if value is None
+        ]
         if c.sampling is None or c.sampling.temperature is None or c.sampling.top_p is None:
             problems.append(f"{where}.conditions.sampling: temperature and top_p are required")
         problems += fit_problems(recipe, c, f"{where}.conditions")

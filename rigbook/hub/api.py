@@ -14,8 +14,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
-from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from rigbook.bench.result import BenchResult
 from rigbook.codes import CODES, Code, as_code
@@ -24,7 +24,14 @@ from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import token_name
 from rigbook.hub.cache import AnswerCache
-from rigbook.hub.leaderboard import METRICS, BoardFilters, BoardItem, EvidenceFilter, board_page, board_version
+from rigbook.hub.leaderboard import (
+    METRICS,
+    BoardFilters,
+    BoardItem,
+    EvidenceFilter,
+    board_page,
+    board_version,
+)
 from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
 from rigbook.recipe.load import dump_recipe
@@ -32,18 +39,32 @@ from rigbook.recipe.schema import Recipe
 
 MAX_PAGE = 500
 # E_INPUT's own remedy is about the CLI's --help; over HTTP, the schema says what is accepted.
-HTTP_REMEDY = "See /openapi.json for the operations of this hub, their methods, parameters and bodies."
+HTTP_REMEDY = (
+    "See /openapi.json for the operations of this hub, their methods, parameters and bodies."
+)
 
 
 class ApiError(Exception):
     """An answer other than success, in the hub's error shape (:class:`ErrorDocument`)."""
 
-    def __init__(self, status: int, code: Code | str, message: str, *, details: list[str] | None = None,
-                 headers: dict[str, str] | None = None, remedy: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        code: Code | str,
+        message: str,
+        *,
+        details: list[str] | None = None,
+        headers: dict[str, str] | None = None,
+        remedy: str | None = None,
+    ):
         super().__init__(message)
         self.status = status
-        self.body = ErrorBody(code=as_code(code), message=message, remedy=remedy or CODES[as_code(code)].remedy,
-                              details=details or [])
+        self.body = ErrorBody(
+            code=as_code(code),
+            message=message,
+            remedy=remedy or CODES[as_code(code)].remedy,
+            details=details or [],
+        )
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
@@ -62,12 +83,18 @@ class BoardPage(BaseModel):
     next: str | None
 
 
-STATUS_TEXT = {304: "Not modified: the client's copy (If-None-Match) is current.",
-               400: "The request could not be read.", 401: "No token, or one the hub does not know.",
-               404: "No such recipe or path.", 405: "The path does not take this method (see Allow).",
-               413: "The body is larger than the hub accepts.", 422: "The request or its body is not valid.",
-               429: "Too many requests: wait Retry-After seconds.", 500: "A failure inside the hub.",
-               503: "The database is busy or unreachable (E_DB): retry after Retry-After seconds."}
+STATUS_TEXT = {
+    304: "Not modified: the client's copy (If-None-Match) is current.",
+    400: "The request could not be read.",
+    401: "No token, or one the hub does not know.",
+    404: "No such recipe or path.",
+    405: "The path does not take this method (see Allow).",
+    413: "The body is larger than the hub accepts.",
+    422: "The request or its body is not valid.",
+    429: "Too many requests: wait Retry-After seconds.",
+    500: "A failure inside the hub.",
+    503: "The database is busy or unreachable (E_DB): retry after Retry-After seconds.",
+}
 READ_STATUSES = (400, 404, 405, 422, 429, 500, 503)
 WRITE_STATUSES = (400, 401, 404, 405, 413, 422, 429, 500, 503)
 CACHE_CONTROL = "public, max-age=10"
@@ -75,8 +102,12 @@ CACHE_CONTROL = "public, max-age=10"
 
 def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI ``responses`` of a route: the error shape for each error status, nothing for a 304."""
-    return {s: {"description": STATUS_TEXT[s]} if s == 304 else {"model": ErrorDocument, "description": STATUS_TEXT[s]}
-            for s in statuses}
+    return {
+        s: {"description": STATUS_TEXT[s]}
+        if s == 304
+        else {"model": ErrorDocument, "description": STATUS_TEXT[s]}
+        for s in statuses
+    }
 
 
 def factory(request: Request) -> sessionmaker[Session]:
@@ -89,8 +120,12 @@ def client_address(request: Request) -> str:
 
 
 def too_many(what: str, wait: float) -> ApiError:
-    return ApiError(429, "E_RATE_LIMIT", f"{what}; retry in {max(1, round(wait + 0.5))} s",
-                    headers={"Retry-After": str(max(1, round(wait + 0.5)))})
+    return ApiError(
+        429,
+        "E_RATE_LIMIT",
+        f"{what}; retry in {max(1, round(wait + 0.5))} s",
+        headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+    )
 
 
 async def read_limit(request: Request) -> None:
@@ -98,10 +133,15 @@ async def read_limit(request: Request) -> None:
     limits: Limits = request.app.state.limits
     if limits.reads_per_address.on:
         address = client_address(request)
-        wait = await run_in_threadpool(hit, request.app.state.sessions, f"read:{address}", limits.reads_per_address)
+        wait = await run_in_threadpool(
+            hit, request.app.state.sessions, f"read:{address}", limits.reads_per_address
+        )
         if wait is not None:
-            raise too_many(f"more than {limits.reads_per_address.limit} reads from {address} in "
-                           f"{limits.reads_per_address.window_s} s", wait)
+            raise too_many(
+                f"more than {limits.reads_per_address.limit} reads from {address} in "
+                f"{limits.reads_per_address.window_s} s",
+                wait,
+            )
 
 
 def writer(request: Request) -> str:
@@ -113,8 +153,11 @@ def writer(request: Request) -> str:
     failures = f"auth:{address}"
     waiting = blocked(sessions, failures, limits.auth_failures_per_address)
     if waiting is not None:
-        raise too_many(f"more than {limits.auth_failures_per_address.limit} failed authentications from "
-                       f"{address} in {limits.auth_failures_per_address.window_s} s", waiting)
+        raise too_many(
+            f"more than {limits.auth_failures_per_address.limit} failed authentications from "
+            f"{address} in {limits.auth_failures_per_address.window_s} s",
+            waiting,
+        )
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     name = None
     if scheme.lower() == "bearer" and token.strip():
@@ -122,13 +165,19 @@ def writer(request: Request) -> str:
             name = token_name(session, token.strip())
     if name is None:
         hit(sessions, failures, limits.auth_failures_per_address)
-        message = ("the API token is not known to this hub, or was revoked" if token.strip() else
-                   "this write needs an API token: send `Authorization: Bearer TOKEN`")
+        message = (
+            "the API token is not known to this hub, or was revoked"
+            if token.strip()
+            else "this write needs an API token: send `Authorization: Bearer TOKEN`"
+        )
         raise ApiError(401, "E_AUTH", message)
     wait = hit(sessions, f"token:{name}", limits.writes_per_token)
     if wait is not None:
-        raise too_many(f"token {name!r} made more than {limits.writes_per_token.limit} writes in "
-                       f"{limits.writes_per_token.window_s} s", wait)
+        raise too_many(
+            f"token {name!r} made more than {limits.writes_per_token.limit} writes in "
+            f"{limits.writes_per_token.window_s} s",
+            wait,
+        )
     return name
 
 
@@ -152,9 +201,13 @@ router = APIRouter(prefix="/api/v1", tags=["v1"], dependencies=[Depends(read_lim
 def list_recipes(
     request: Request,
     sessions: Sessions,
-    q: Annotated[str | None, Query(max_length=500, description="Words that must all appear.")] = None,
+    q: Annotated[
+        str | None, Query(max_length=500, description="Words that must all appear.")
+    ] = None,
     model: Annotated[str | None, Query(max_length=200, description="Model slug or name.")] = None,
-    card_family: Annotated[str | None, Query(max_length=200, description="Card family or card name.")] = None,
+    card_family: Annotated[
+        str | None, Query(max_length=200, description="Card family or card name.")
+    ] = None,
     device_count: Annotated[int | None, Query(ge=0, le=repo.MAX_DEVICE_COUNT)] = None,
     engine: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[str | None, Query(max_length=200)] = None,
@@ -163,12 +216,26 @@ def list_recipes(
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> JSONResponse:
     """Recipes matching every filter given, ordered by slug; ``next`` is the URL of the next page."""
-    filters = repo.RecipeFilters(q=q, model=model, card_family=card_family, device_count=device_count,
-                                 engine=engine, tag=tag, tier=tier)
+    filters = repo.RecipeFilters(
+        q=q,
+        model=model,
+        card_family=card_family,
+        device_count=device_count,
+        engine=engine,
+        tag=tag,
+        tier=tier,
+    )
     with sessions() as session:
         total, items = repo.list_records(session, filters, limit=limit, offset=offset)
-    return JSONResponse({"items": items, "total": total, "limit": limit, "offset": offset,
-                         "next": next_url(request, offset, len(items), total, limit)})
+    return JSONResponse(
+        {
+            "items": items,
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "next": next_url(request, offset, len(items), total, limit),
+        }
+    )
 
 
 def next_url(request: Request, offset: int, count: int, total: int, limit: int) -> str | None:
@@ -197,7 +264,9 @@ def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
     return cached_answer(request, f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text)
 
 
-@router.get("/recipes/{slug}/revisions", response_model=RevisionList, responses=answers(*READ_STATUSES))
+@router.get(
+    "/recipes/{slug}/revisions", response_model=RevisionList, responses=answers(*READ_STATUSES)
+)
 def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     """Every revision of one recipe, oldest first."""
     with sessions() as session:
@@ -207,10 +276,18 @@ def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     return RevisionList(slug=slug, revisions=found)
 
 
-@router.post("/recipes", response_model=Recipe, status_code=201,
-             responses={200: {"model": Recipe, "description": "Unchanged: the latest revision has this content."},
-                        **answers(*WRITE_STATUSES)})
-def post_recipe(recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer) -> JSONResponse:
+@router.post(
+    "/recipes",
+    response_model=Recipe,
+    status_code=201,
+    responses={
+        200: {"model": Recipe, "description": "Unchanged: the latest revision has this content."},
+        **answers(*WRITE_STATUSES),
+    },
+)
+def post_recipe(
+    recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer
+) -> JSONResponse:
     """Add a recipe, or the next revision of one (keeping the measured points results added): the hub sets
     revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them.
     A record whose content hash is the latest revision's adds nothing: that revision is returned (200)."""
@@ -218,36 +295,62 @@ def post_recipe(recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: W
     record = given if isinstance(given, dict) else dump_recipe(recipe)
     problems = recipe_problems(recipe, record) + repo.storage_problems(recipe, record)
     if problems:
-        raise ApiError(422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems)
+        raise ApiError(
+            422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems
+        )
     stored = repo.put_recipe(sessions, record)
     return JSONResponse(stored.record, status_code=200 if stored.unchanged else 201)
 
 
-@router.post("/recipes/{slug}/results", response_model=ResultAccepted, status_code=201,
-             responses={200: {"model": ResultAccepted, "description": "Published before: nothing added."},
-                        **answers(*WRITE_STATUSES)})
-def post_result(slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer) -> JSONResponse:
+@router.post(
+    "/recipes/{slug}/results",
+    response_model=ResultAccepted,
+    status_code=201,
+    responses={
+        200: {"model": ResultAccepted, "description": "Published before: nothing added."},
+        **answers(*WRITE_STATUSES),
+    },
+)
+def post_result(
+    slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer
+) -> JSONResponse:
     """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
     reason: a bad hash, missing conditions, another rig, GPU count, card, engine, quantisation or model than
     the recipe's, an impossible rate, or numbers its own requests do not give. Points whose requests the
     result carries are recomputed and marked ``verified-from-journal``."""
     accepted = repo.add_result(sessions, slug, result, writer_name)
-    return JSONResponse(accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201)
+    return JSONResponse(
+        accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
+    )
 
 
 @router.get("/leaderboard.json", response_model=BoardPage, responses=answers(304, *READ_STATUSES))
 def leaderboard(
     request: Request,
     sessions: Sessions,
-    metric: Annotated[str, Query(max_length=64, description="What is ranked (a metric registered with the board).",
-                                 json_schema_extra={"enum": sorted(METRICS)})] = "decode_tok_s",
-    scope: Annotated[str | None, Query(max_length=300, description="The metric's fixed terms, exactly.")] = None,
+    metric: Annotated[
+        str,
+        Query(
+            max_length=64,
+            description="What is ranked (a metric registered with the board).",
+            json_schema_extra={"enum": sorted(METRICS)},
+        ),
+    ] = "decode_tok_s",
+    scope: Annotated[
+        str | None, Query(max_length=300, description="The metric's fixed terms, exactly.")
+    ] = None,
     model: Annotated[str | None, Query(max_length=200, description="Model slug.")] = None,
-    card: Annotated[str | None, Query(max_length=200, description="Words of the card's name.")] = None,
+    card: Annotated[
+        str | None, Query(max_length=200, description="Words of the card's name.")
+    ] = None,
     device_count: Annotated[int | None, Query(ge=0, le=repo.MAX_DEVICE_COUNT)] = None,
     concurrency: Annotated[int | None, Query(ge=0, le=10**6)] = None,
-    evidence: Annotated[EvidenceFilter | None, Query(description="'measured' is both measured kinds.")] = None,
-    recipe: Annotated[str | None, Query(max_length=200, description="One recipe's numbers.")] = None,
+    evidence: Annotated[
+        EvidenceFilter | None, Query(description="'measured' is both measured kinds.")
+    ] = None,
+    recipe: Annotated[
+        str | None, Query(max_length=200, description="One recipe's numbers.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> Response:
@@ -255,10 +358,22 @@ def leaderboard(
     best first; each number with its rank among like numbers, its evidence, who published it and its
     conditions. The ETag changes with every write to the board."""
     if metric not in METRICS:
-        raise ApiError(422, "E_INPUT", f"no metric {metric!r} on this board; known: {', '.join(sorted(METRICS))}",
-                       remedy=HTTP_REMEDY)
-    filters = BoardFilters(metric=metric, scope=scope, model=model, card=card, device_count=device_count,
-                           concurrency=concurrency, evidence=evidence, recipe=recipe)
+        raise ApiError(
+            422,
+            "E_INPUT",
+            f"no metric {metric!r} on this board; known: {', '.join(sorted(METRICS))}",
+            remedy=HTTP_REMEDY,
+        )
+    filters = BoardFilters(
+        metric=metric,
+        scope=scope,
+        model=model,
+        card=card,
+        device_count=device_count,
+        concurrency=concurrency,
+        evidence=evidence,
+        recipe=recipe,
+    )
     query = json.dumps([filters.model_dump(), limit, offset])
     cache: AnswerCache = request.app.state.board_cache
     with sessions() as session:
@@ -267,8 +382,14 @@ def leaderboard(
         body = cache.get(etag)
         if body is None:
             total, items = board_page(session, filters, limit=limit, offset=offset)
-            page = BoardPage(metric=metric, items=items, total=total, limit=limit, offset=offset,
-                             next=next_url(request, offset, len(items), total, limit))
+            page = BoardPage(
+                metric=metric,
+                items=items,
+                total=total,
+                limit=limit,
+                offset=offset,
+                next=next_url(request, offset, len(items), total, limit),
+            )
             body = page.model_dump_json().encode()
             cache.put(etag, body)
     return cached_answer(request, etag, body)

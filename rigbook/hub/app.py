@@ -23,28 +23,46 @@ from rigbook.hub.migrate import upgrade
 from rigbook.hub.rates import Limits
 from rigbook.hub.repository import load_catalog
 
-STATUS_OF_CODE = {"E_RECIPE_NOT_FOUND": 404, "E_AUTH": 401, "E_RATE_LIMIT": 429, "E_TOO_LARGE": 413, "E_DB": 503}
+STATUS_OF_CODE = {
+    "E_RECIPE_NOT_FOUND": 404,
+    "E_AUTH": 401,
+    "E_RATE_LIMIT": 429,
+    "E_TOO_LARGE": 413,
+    "E_DB": 503,
+}
 
 
 def _field_lines(exc: RequestValidationError) -> list[str]:
     """``path: problem; got value`` per error, the path without FastAPI's ``body`` prefix."""
     lines = []
     for err in exc.errors():
-        if err.get("type") == "json_invalid":  # FastAPI's own words are "0: JSON decode error; got {}"
-            lines.append(f"(body): not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')}); "
-                         "send the recipe or result as a JSON object with Content-Type: application/json")
+        if (
+            err.get("type") == "json_invalid"
+        ):  # FastAPI's own words are "0: JSON decode error; got {}"
+            lines.append(
+                f"(body): not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')}); "
+                "send the recipe or result as a JSON object with Content-Type: application/json"
+            )
             continue
         loc = [str(p) for p in err.get("loc", ())]
         if loc and loc[0] == "body":
             loc = loc[1:]
         got = repr(err.get("input"))
-        lines.append(f"{'.'.join(loc) or '(body)'}: {err.get('msg')}; got {got[:77] + '...' if len(got) > 80 else got}")
+        lines.append(
+            f"{'.'.join(loc) or '(body)'}: {err.get('msg')}; got {got[:77] + '...' if len(got) > 80 else got}"
+        )
     return lines
 
 
-def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate: bool = True,
-               max_body: int = DEFAULT_MAX_BODY, max_depth: int = DEFAULT_MAX_DEPTH,
-               limits: Limits | None = None) -> FastAPI:
+def create_app(
+    db_url: str | None = None,
+    *,
+    load_builtin: bool = True,
+    migrate: bool = True,
+    max_body: int = DEFAULT_MAX_BODY,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    limits: Limits | None = None,
+) -> FastAPI:
     """The hub on ``db_url`` (default: SQLite under RIGBOOK_HOME), migrated and with the built-in catalog loaded
     (``migrate=False`` skips both: the workers of `hub serve --workers N` leave them to the parent)."""
     engine = make_engine(db_url)
@@ -54,8 +72,11 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate:
         if load_builtin:
             load_catalog(sessions)
 
-    app = FastAPI(title="rigbook hub", version=__version__,
-                  description="Serving recipes for LLMs on your own GPUs, with claimed and measured numbers.")
+    app = FastAPI(
+        title="rigbook hub",
+        version=__version__,
+        description="Serving recipes for LLMs on your own GPUs, with claimed and measured numbers.",
+    )
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.limits = limits or Limits()
@@ -68,17 +89,26 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate:
 
     @app.exception_handler(RigbookError)
     async def _rigbook_error(_request: Request, exc: RigbookError) -> JSONResponse:
-        return ApiError(STATUS_OF_CODE.get(exc.code, 422), exc.code, exc.message, details=exc.details,
-                        remedy=exc.remedy).response()
+        return ApiError(
+            STATUS_OF_CODE.get(exc.code, 422),
+            exc.code,
+            exc.message,
+            details=exc.details,
+            remedy=exc.remedy,
+        ).response()
 
     @app.exception_handler(SQLAlchemyError)
     async def _db_error(_request: Request, exc: SQLAlchemyError) -> JSONResponse:
         # Busy past the timeout, or the server gone: the request may succeed when retried.
         first = str(getattr(exc, "orig", None) or exc).splitlines()[0][:300]
-        return ApiError(503, "E_DB", f"the database did not answer in time or failed: {type(exc).__name__}: "
-                        f"{first}", headers={"Retry-After": "1"},
-                        remedy="Retry after the Retry-After seconds; if it persists, the hub's operator "
-                        "should check its database.").response()
+        return ApiError(
+            503,
+            "E_DB",
+            f"the database did not answer in time or failed: {type(exc).__name__}: {first}",
+            headers={"Retry-After": "1"},
+            remedy="Retry after the Retry-After seconds; if it persists, the hub's operator "
+            "should check its database.",
+        ).response()
 
     @app.exception_handler(Exception)
     async def _internal(_request: Request, exc: Exception) -> JSONResponse:
@@ -89,8 +119,14 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate:
         lines = _field_lines(exc)
         code = validation_code(request.method, request.url.path)
         not_json = any(err.get("type") == "json_invalid" for err in exc.errors())
-        message = "the request body is not valid JSON" if not_json else f"{len(lines)} problem(s) in the request"
-        return ApiError(422, code, message, details=lines, remedy=HTTP_REMEDY if code == "E_INPUT" else None).response()
+        message = (
+            "the request body is not valid JSON"
+            if not_json
+            else f"{len(lines)} problem(s) in the request"
+        )
+        return ApiError(
+            422, code, message, details=lines, remedy=HTTP_REMEDY if code == "E_INPUT" else None
+        ).response()
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
@@ -99,12 +135,22 @@ def create_app(db_url: str | None = None, *, load_builtin: bool = True, migrate:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             allowed = ", ".join(allowed_methods(request.app, request.scope))
-            return ApiError(405, "E_METHOD", f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}",
-                            headers=headers | {"Allow": allowed}).response()
+            return ApiError(
+                405,
+                "E_METHOD",
+                f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}",
+                headers=headers | {"Allow": allowed},
+            ).response()
         if exc.status_code == 404:
-            return ApiError(404, "E_RECIPE_NOT_FOUND", f"nothing at {request.url.path} on this hub",
-                            remedy=HTTP_REMEDY).response()
-        return ApiError(exc.status_code, "E_INPUT", str(exc.detail), headers=headers, remedy=HTTP_REMEDY).response()
+            return ApiError(
+                404,
+                "E_RECIPE_NOT_FOUND",
+                f"nothing at {request.url.path} on this hub",
+                remedy=HTTP_REMEDY,
+            ).response()
+        return ApiError(
+            exc.status_code, "E_INPUT", str(exc.detail), headers=headers, remedy=HTTP_REMEDY
+        ).response()
 
     app.include_router(router)
     app.include_router(pages.router)

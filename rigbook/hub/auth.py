@@ -45,9 +45,13 @@ def create_token(factory: sessionmaker[Session], name: str) -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         with writing(factory) as session:
-            session.add(TokenRow(name=name, token_sha256=token_digest(token), created_at=now_text()))
+            session.add(
+                TokenRow(name=name, token_sha256=token_digest(token), created_at=now_text())
+            )
     except IntegrityError:
-        raise InputError("E_INPUT", f"a token named {name!r} exists already", "Choose another name.") from None
+        raise InputError(
+            "E_INPUT", f"a token named {name!r} exists already", "Choose another name."
+        ) from None
     return token
 
 
@@ -65,12 +69,17 @@ def revoke_token(factory: sessionmaker[Session], name: str) -> TokenInfo:
         if row is None:
             raise InputError("E_INPUT", f"no token named {name!r}", "See `rigbook hub token list`.")
         if row.revoked_at is None:
-            session.execute(update(TokenRow).where(TokenRow.id == row.id).values(revoked_at=now_text()))
+            session.execute(
+                update(TokenRow).where(TokenRow.id == row.id).values(revoked_at=now_text())
+            )
             session.refresh(row)
         return TokenInfo(name=row.name, created_at=row.created_at, revoked_at=row.revoked_at)
 
 
 def token_name(session: Session, token: str) -> str | None:
     """The name of the token ``token``, or None when the hub never made it or it was revoked."""
-    return session.execute(select(TokenRow.name).where(TokenRow.token_sha256 == token_digest(token),
-                                                       TokenRow.revoked_at.is_(None))).scalar_one_or_none()
+    return session.execute(
+        select(TokenRow.name).where(
+            TokenRow.token_sha256 == token_digest(token), TokenRow.revoked_at.is_(None)
+        )
+    ).scalar_one_or_none()

@@ -48,9 +48,12 @@ class HubClient:
         if not self.token:
             return {}
         if not TOKEN_RE.fullmatch(self.token):
-            raise RigbookError("E_AUTH", "the API token has characters a token cannot have (a space, a line break "
-                             "or a non-ASCII letter); it was not sent",
-                             "Pass the token alone: TOK=$(rigbook hub token create NAME) captures only it.")
+            raise RigbookError(
+                "E_AUTH",
+                "the API token has characters a token cannot have (a space, a line break "
+                "or a non-ASCII letter); it was not sent",
+                "Pass the token alone: TOK=$(rigbook hub token create NAME) captures only it.",
+            )
         return {"Authorization": f"Bearer {self.token}"}
 
     def _redacted(self, text: str) -> str:
@@ -63,11 +66,16 @@ class HubClient:
         try:
             response = httpx.request(method, url, headers=headers, timeout=self.timeout, **kwargs)
         except httpx.InvalidURL as exc:
-            raise InputError("E_INPUT", f"not a hub URL: {self.base_url!r} ({self._redacted(str(exc))})") from None
+            raise InputError(
+                "E_INPUT", f"not a hub URL: {self.base_url!r} ({self._redacted(str(exc))})"
+            ) from None
         except httpx.HTTPError as exc:
-            raise EndpointError("E_CONNECT", f"the hub at {self.base_url} did not answer: {type(exc).__name__}: "
-                                f"{self._redacted(str(exc))}",
-                                "Check the --hub URL and that `rigbook hub serve` runs there.") from None
+            raise EndpointError(
+                "E_CONNECT",
+                f"the hub at {self.base_url} did not answer: {type(exc).__name__}: "
+                f"{self._redacted(str(exc))}",
+                "Check the --hub URL and that `rigbook hub serve` runs there.",
+            ) from None
         if response.status_code >= 400:
             raise self._error(response)
         return response
@@ -78,8 +86,11 @@ class HubClient:
         try:
             return response.json()
         except ValueError:
-            raise EndpointError("E_HTTP", f"{self.base_url}{path} did not answer with JSON: not a rigbook hub?",
-                                "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.") from None
+            raise EndpointError(
+                "E_HTTP",
+                f"{self.base_url}{path} did not answer with JSON: not a rigbook hub?",
+                "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.",
+            ) from None
 
     def _error(self, response: httpx.Response) -> RigbookError:
         """The coded error of a failed answer; the status decides for 401/403, 429 and 5xx."""
@@ -88,14 +99,24 @@ class HubClient:
             body: ErrorBody | None = ErrorDocument.model_validate_json(response.content).error
         except ValidationError:
             body = None
-        code = _BY_STATUS.get(status) or ("E_HUB_SERVER" if status >= 500 else body.code if body else None)
+        code = _BY_STATUS.get(status) or (
+            "E_HUB_SERVER" if status >= 500 else body.code if body else None
+        )
         if code is None:
             # No rigbook error in the answer: whatever answered at that URL is not a rigbook hub.
-            return EndpointError("E_HTTP", f"{response.request.url} answered {status} without a rigbook error: "
-                                 f"not a rigbook hub? {response.text[:200]}",
-                                 "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.")
-        said = response.text[:200] if body is None else body.message if body.code == code \
+            return EndpointError(
+                "E_HTTP",
+                f"{response.request.url} answered {status} without a rigbook error: "
+                f"not a rigbook hub? {response.text[:200]}",
+                "Give --hub the hub's root URL, e.g. http://127.0.0.1:8080.",
+            )
+        said = (
+            response.text[:200]
+            if body is None
+            else body.message
+            if body.code == code
             else f"{body.code}: {body.message}"
+        )
         message = f"the hub answered {status}: {said}"
         if status == 429 and response.headers.get("retry-after"):
             message += f" (Retry-After: {response.headers['retry-after']} s)"
@@ -106,8 +127,13 @@ class HubClient:
         """Every recipe on the hub matching ``filters`` (model, card_family, device_count, engine, tag, tier, q)."""
         recipes, offset = [], 0
         while True:
-            page = self._json("GET", f"{API_PREFIX}/recipes", params={**filters, "limit": PAGE, "offset": offset})
-            recipes += [parse_recipe(item, f"{self.base_url} item {offset + i}") for i, item in enumerate(page["items"])]
+            page = self._json(
+                "GET", f"{API_PREFIX}/recipes", params={**filters, "limit": PAGE, "offset": offset}
+            )
+            recipes += [
+                parse_recipe(item, f"{self.base_url} item {offset + i}")
+                for i, item in enumerate(page["items"])
+            ]
             offset += len(page["items"])
             if not page["items"] or offset >= page["total"]:
                 return recipes
@@ -126,5 +152,6 @@ class HubClient:
 
     def publish_result(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
         """Add a bench result's perf points to recipe ``slug``."""
-        return ResultAccepted.model_validate(self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results",
-                                                        json=result))
+        return ResultAccepted.model_validate(
+            self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", json=result)
+        )

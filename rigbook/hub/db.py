@@ -34,7 +34,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
     """WAL, a busy timeout, foreign keys; deferred reads and immediate writes."""
 
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _connect(dbapi_connection, _record) -> None:
         # Hand transaction control to the "begin" hook below instead of pysqlite's implicit BEGIN.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -44,7 +44,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection) -> None:  # noqa: ANN001
+    def _begin(connection) -> None:
         write = connection.get_execution_options().get(WRITE_OPTION, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 

@@ -25,5 +25,7 @@ def j_per_token(value: float | None) -> str:
 
 def shown_conditions(conditions: dict[str, Any]) -> list[tuple[str, str]]:
     """Conditions as flat ``(name, text)`` pairs for a page, the energy per token rounded."""
-    return [(name, j_per_token(value) if name == "energy_j_per_token" else str(value))
-            for name, value in condition_pairs(conditions)]
+    return [
+        (name, j_per_token(value) if name == "energy_j_per_token" else str(value))
+        for name, value in condition_pairs(conditions)
+    ]

@@ -49,7 +49,9 @@ def too_large_body(limit: int) -> bytes:
 class BodyLimit:
     """ASGI middleware: answer 413 E_TOO_LARGE to any request whose body passes ``max_bytes``."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY, max_depth: int = DEFAULT_MAX_DEPTH):
+    def __init__(
+        self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY, max_depth: int = DEFAULT_MAX_DEPTH
+    ):
         self.app = app
         self.max_bytes = max_bytes
         self.max_depth = max_depth
@@ -91,17 +93,35 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _too_deep(self, scope: Scope, send: Send, depth: int) -> None:
-        error = RigbookError(validation_code(scope["method"], scope["path"]),
-                             f"the JSON body nests {depth} levels deep; at most {self.max_depth} are accepted",
-                             "Send the recipe or result as rigbook writes it: no field nests that deep.")
+        error = RigbookError(
+            validation_code(scope["method"], scope["path"]),
+            f"the JSON body nests {depth} levels deep; at most {self.max_depth} are accepted",
+            "Send the recipe or result as rigbook writes it: no field nests that deep.",
+        )
         body = ErrorDocument(error=error.body()).model_dump_json().encode()
-        await send({"type": "http.response.start", "status": 422,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 422,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _refuse(self, send: Send) -> None:
         body = too_large_body(self.max_bytes)
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -28,11 +28,15 @@ class Carried(BaseModel):
         """The line the new revision's notes get when points were left behind."""
         if not self.left_behind:
             return None
-        return (f"{len(self.left_behind)} measured point(s) of earlier results not carried into this revision: "
-                + "; ".join(self.left_behind))
+        return (
+            f"{len(self.left_behind)} measured point(s) of earlier results not carried into this revision: "
+            + "; ".join(self.left_behind)
+        )
 
 
-def measured_point(point: PerfPoint, digest: str, *, verified: bool, published_by: str) -> dict[str, Any]:
+def measured_point(
+    point: PerfPoint, digest: str, *, verified: bool, published_by: str
+) -> dict[str, Any]:
     """A result's point as the recipe carries it: ``measured``, its result named, no id of another database,
     whether the hub recomputed it from the result's requests (``evidence``) and who published it."""
     data = point.model_dump(mode="json", exclude_unset=True)

@@ -23,5 +23,8 @@ def upgrade(engine: Engine) -> None:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     except SQLAlchemyError as exc:
-        raise EnvironmentProblem("E_DB", f"cannot migrate {engine.url.render_as_string(hide_password=True)}: "
-                                 f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        raise EnvironmentProblem(
+            "E_DB",
+            f"cannot migrate {engine.url.render_as_string(hide_password=True)}: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
+        ) from None

@@ -7,7 +7,17 @@ copied from the latest revision.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -79,8 +89,19 @@ class BoardRow(Base):
 
     __tablename__ = "board"
     # The read path: one partition in rank order, found by index (see leaderboard.board_page).
-    __table_args__ = (Index("ix_board_rank", "metric", "model", "card", "device_count", "scope", "concurrency",
-                            "measured", "rank"),)
+    __table_args__ = (
+        Index(
+            "ix_board_rank",
+            "metric",
+            "model",
+            "card",
+            "device_count",
+            "scope",
+            "concurrency",
+            "measured",
+            "rank",
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     slug: Mapped[str] = mapped_column(String(200), ForeignKey("recipes.slug"), index=True)
@@ -114,5 +135,7 @@ class RateRow(Base):
     __tablename__ = "rate_counters"
 
     key: Mapped[str] = mapped_column(String(300), primary_key=True)
-    window: Mapped[int] = mapped_column(BigInteger, doc="Start of the window, seconds since the epoch.")
+    window: Mapped[int] = mapped_column(
+        BigInteger, doc="Start of the window, seconds since the epoch."
+    )
     count: Mapped[int] = mapped_column(Integer)

@@ -34,8 +34,10 @@ from rigbook.hub.leaderboard import (
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 
-templates = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                        autoescape=select_autoescape(default=True, default_for_string=True))
+templates = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+)
 templates.filters["tok_s"] = tok_s
 
 router = APIRouter(include_in_schema=False)
@@ -59,9 +61,14 @@ def index(request: Request, q: Annotated[str | None, Query(max_length=500)] = No
     rows = []
     for record in records:
         recipe = parse_recipe(record, record["slug"])
-        rows.append({"recipe": recipe, "hardware": hardware_label(recipe)[0],
-                     "decode": (record.get("speeds") or {}).get("decode_tok_s"),
-                     "measured": sum(1 for p in recipe.perf_points if is_measured(p))})
+        rows.append(
+            {
+                "recipe": recipe,
+                "hardware": hardware_label(recipe)[0],
+                "decode": (record.get("speeds") or {}).get("decode_tok_s"),
+                "measured": sum(1 for p in recipe.perf_points if is_measured(p)),
+            }
+        )
     return render("index.html", q=q or "", rows=rows, total=total)
 
 
@@ -81,20 +88,37 @@ def recipe_page(request: Request, slug: str) -> HTMLResponse:
         key = f"{slug}:{no}:{digest}"
         body = cache.get(key)
         if body is None:
-            body = _recipe_html(slug, json.loads(text), repo.revisions(session, slug) or []).encode()
+            body = _recipe_html(
+                slug, json.loads(text), repo.revisions(session, slug) or []
+            ).encode()
             cache.put(key, body)
     return HTMLResponse(body)
 
 
 def _recipe_html(slug: str, record: dict, history: list) -> str:
     recipe = parse_recipe(record, slug)
-    points = [{"point": p, "measured": is_measured(p), "evidence": evidence_of(p), "by": published_by(p),
-               "conditions": shown_conditions(effective_conditions(recipe, p))}
-              for p in recipe.perf_points if p.quality is None and needle_claim(p) is None]
+    points = [
+        {
+            "point": p,
+            "measured": is_measured(p),
+            "evidence": evidence_of(p),
+            "by": published_by(p),
+            "conditions": shown_conditions(effective_conditions(recipe, p)),
+        }
+        for p in recipe.perf_points
+        if p.quality is None and needle_claim(p) is None
+    ]
     quality = [{"point": p, "label": label(p), "score": score(p)} for p in recipe_quality(recipe)]
     return templates.get_template("recipe.html").render(
-        recipe=recipe, record=record, hardware=hardware_label(recipe)[0], launch=shlex.join(recipe.config.launch),
-        chart=Markup(perf_chart(recipe)), points=points, quality=quality, revisions=list(reversed(history)))
+        recipe=recipe,
+        record=record,
+        hardware=hardware_label(recipe)[0],
+        launch=shlex.join(recipe.config.launch),
+        chart=Markup(perf_chart(recipe)),
+        points=points,
+        quality=quality,
+        revisions=list(reversed(history)),
+    )
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
@@ -107,10 +131,22 @@ def leaderboard_page(
     """The leaderboard a page at a time, one table per model, hardware and concurrency."""
     filters = BoardFilters(model=model, card=card)
     with request.app.state.sessions() as session:
-        total, items = board_page(session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE)
+        total, items = board_page(
+            session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE
+        )
     groups: dict[tuple, list] = {}
     for item in items:
-        groups.setdefault((item.model_name, item.hardware, item.scope, item.concurrency), []).append(item)
+        groups.setdefault(
+            (item.model_name, item.hardware, item.scope, item.concurrency), []
+        ).append(item)
     pages = max(1, -(-total // BOARD_PAGE))
-    return render("leaderboard.html", groups=groups, pairs=shown_conditions, metric=METRICS[filters.metric],
-                  page=page, pages=pages, model=model or "", card=card or "")
+    return render(
+        "leaderboard.html",
+        groups=groups,
+        pairs=shown_conditions,
+        metric=METRICS[filters.metric],
+        page=page,
+        pages=pages,
+        model=model or "",
+        card=card or "",
+    )

@@ -38,7 +38,7 @@ class Limits(BaseModel):
     reads_per_address: Rate = Rate(limit=0)
 
 
-def _upsert(dialect: str):  # noqa: ANN202 - the dialect's insert construct
+def _upsert(dialect: str):
     return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 

@@ -68,15 +68,26 @@ def clean(text: str | None) -> str:
 
 def links_for(slug: str) -> dict[str, str]:
     """The record's links, relative to the hub, as the public record has them."""
-    return {"self": f"/api/v1/recipes/{slug}.json", "alternate": f"/r/{slug}", "describedby": "/openapi.json"}
+    return {
+        "self": f"/api/v1/recipes/{slug}.json",
+        "alternate": f"/r/{slug}",
+        "describedby": "/openapi.json",
+    }
 
 
 def speeds_for(recipe: Recipe) -> dict[str, Any]:
     """Headline speeds derived from the perf points: single-request decode, best prefill (0 when unknown)."""
-    single = [p.decode_tok_s for p in recipe.perf_points if p.decode_tok_s is not None and p.concurrency in (None, 1)]
+    single = [
+        p.decode_tok_s
+        for p in recipe.perf_points
+        if p.decode_tok_s is not None and p.concurrency in (None, 1)
+    ]
     prefill = [p.prefill_tok_s for p in recipe.perf_points if p.prefill_tok_s is not None]
-    return {"decode_tok_s": max(single) if single else None, "prefill_tok_s": max(prefill) if prefill else 0,
-            "leaderboard": LEADERBOARD_LINK}
+    return {
+        "decode_tok_s": max(single) if single else None,
+        "prefill_tok_s": max(prefill) if prefill else 0,
+        "leaderboard": LEADERBOARD_LINK,
+    }
 
 
 def storage_problems(recipe: Recipe, record: dict[str, Any]) -> list[str]:
@@ -84,7 +95,9 @@ def storage_problems(recipe: Recipe, record: dict[str, Any]) -> list[str]:
     problems = []
     for i, hw in enumerate(recipe.hardware):
         if hw.device_count > MAX_DEVICE_COUNT:
-            problems.append(f"hardware.{i}.device_count: at most {MAX_DEVICE_COUNT}; got {hw.device_count}")
+            problems.append(
+                f"hardware.{i}.device_count: at most {MAX_DEVICE_COUNT}; got {hw.device_count}"
+            )
     try:
         canonical_json(record)
     except ValueError as exc:  # NaN/Infinity, or an unpaired surrogate in a string
@@ -98,7 +111,15 @@ def _row_fields(recipe: Recipe) -> dict[str, Any]:
 
     models = [v for m in recipe.models for v in (m.slug, m.name)]
     cards = [v for h in recipe.hardware for v in (h.card_family, h.card) if v]
-    words = [recipe.slug, recipe.title, recipe.summary or "", *recipe.tags, *models, *cards, recipe.engine or ""]
+    words = [
+        recipe.slug,
+        recipe.title,
+        recipe.summary or "",
+        *recipe.tags,
+        *models,
+        *cards,
+        recipe.engine or "",
+    ]
     return {
         "title": clean(recipe.title),
         "models": joined(models),
@@ -120,7 +141,9 @@ def _write(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
         except IntegrityError:
             if attempt == WRITE_ATTEMPTS - 1:
                 raise
-        except OperationalError as exc:  # PostgreSQL serialisation/deadlock, SQLite lock past the timeout
+        except (
+            OperationalError
+        ) as exc:  # PostgreSQL serialisation/deadlock, SQLite lock past the timeout
             if attempt == WRITE_ATTEMPTS - 1 or not _transient(exc):
                 raise
     raise AssertionError("unreachable")
@@ -132,16 +155,26 @@ def _transient(exc: OperationalError) -> bool:
 
 
 def _locked_row(session: Session, slug: str) -> RecipeRow | None:
-    return session.execute(select(RecipeRow).where(RecipeRow.slug == slug).with_for_update()).scalar_one_or_none()
+    return session.execute(
+        select(RecipeRow).where(RecipeRow.slug == slug).with_for_update()
+    ).scalar_one_or_none()
 
 
 def _latest_record(session: Session, row: RecipeRow) -> dict[str, Any]:
-    rev = session.execute(select(RevisionRow).where(RevisionRow.slug == row.slug, RevisionRow.no == row.latest_no)).scalar_one()
+    rev = session.execute(
+        select(RevisionRow).where(RevisionRow.slug == row.slug, RevisionRow.no == row.latest_no)
+    ).scalar_one()
     return json.loads(rev.record)
 
 
-def _add_revision(session: Session, row: RecipeRow | None, given: dict[str, Any], *, notes: str | None,
-                  keep: bool = False) -> dict[str, Any]:
+def _add_revision(
+    session: Session,
+    row: RecipeRow | None,
+    given: dict[str, Any],
+    *,
+    notes: str | None,
+    keep: bool = False,
+) -> dict[str, Any]:
     """Store ``given`` (a record's JSON value, kept as given) as the next revision, with the fields the hub owns set.
 
     ``keep``: a catalog import, which keeps the record's own revision number, times, links and speeds where it
@@ -166,10 +199,13 @@ def _add_revision(session: Session, row: RecipeRow | None, given: dict[str, Any]
         given_rev = recipe.revision
         updated_at = now
         created_at = row.created_at if row else now
-        record["revision"] = {"no": (row.latest_no + 1) if row else 1,
-                              "commit_sha": given_rev.commit_sha if given_rev else None, "content_hash": digest,
-                              "created_at": now,
-                              "notes": notes if notes is not None else (given_rev.notes if given_rev else None)}
+        record["revision"] = {
+            "no": (row.latest_no + 1) if row else 1,
+            "commit_sha": given_rev.commit_sha if given_rev else None,
+            "content_hash": digest,
+            "created_at": now,
+            "notes": notes if notes is not None else (given_rev.notes if given_rev else None),
+        }
         record["links"] = links_for(recipe.slug)
         record["updated_at"] = updated_at
         record["created_at"] = created_at
@@ -177,14 +213,29 @@ def _add_revision(session: Session, row: RecipeRow | None, given: dict[str, Any]
     revision = record["revision"]
     fields = _row_fields(recipe)
     if row is None:
-        session.add(RecipeRow(slug=recipe.slug, latest_no=revision["no"], created_at=created_at,
-                              updated_at=updated_at, **fields))
+        session.add(
+            RecipeRow(
+                slug=recipe.slug,
+                latest_no=revision["no"],
+                created_at=created_at,
+                updated_at=updated_at,
+                **fields,
+            )
+        )
     else:
         row.latest_no, row.updated_at = revision["no"], updated_at
         for key, value in fields.items():
             setattr(row, key, value)
-    session.add(RevisionRow(slug=recipe.slug, no=revision["no"], content_hash=digest, created_at=revision["created_at"],
-                            notes=revision.get("notes"), record=json.dumps(record, ensure_ascii=True)))
+    session.add(
+        RevisionRow(
+            slug=recipe.slug,
+            no=revision["no"],
+            content_hash=digest,
+            created_at=revision["created_at"],
+            notes=revision.get("notes"),
+            record=json.dumps(record, ensure_ascii=True),
+        )
+    )
     session.flush()
     write_board(session, recipe, revision["no"])
     return record
@@ -209,9 +260,13 @@ def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> Stored:
         latest = _latest_record(session, row)
         carried = carry_measured(latest, recipe)
         record = given
-        if carried.points:  # after the record's own points; a record without perf_points gains the key only then
+        if (
+            carried.points
+        ):  # after the record's own points; a record without perf_points gains the key only then
             record = given | {"perf_points": [*(given.get("perf_points") or []), *carried.points]}
-        if recipe_hash(parse_recipe(record, recipe.slug)) == (latest.get("revision") or {}).get("content_hash"):
+        if recipe_hash(parse_recipe(record, recipe.slug)) == (latest.get("revision") or {}).get(
+            "content_hash"
+        ):
             return Stored(record=latest, unchanged=True)
         own_notes = recipe.revision.notes if recipe.revision else None
         notes = " ".join(n for n in (own_notes, carried.note()) if n) or None
@@ -248,8 +303,11 @@ def catalog_records() -> list[dict[str, Any]]:
     ``207`` back as ``207.0``, and the hub serves an imported record as it was given.
     """
     folder = resources.files("rigbook.recipe") / "catalog"
-    return [read_json_text(entry.read_text(encoding="utf-8"), entry.name)
-            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+    return [
+        read_json_text(entry.read_text(encoding="utf-8"), entry.name)
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".json")
+    ]
 
 
 def load_catalog(factory: sessionmaker[Session]) -> list[str]:
@@ -262,8 +320,14 @@ def get_record_text(session: Session, slug: str) -> tuple[int, str, str] | None:
     without decoding and encoding it again."""
     if not SLUG_RE.fullmatch(slug):
         return None
-    query = (select(RevisionRow.no, RevisionRow.content_hash, RevisionRow.record).where(RevisionRow.slug == slug)
-             .join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no)))
+    query = (
+        select(RevisionRow.no, RevisionRow.content_hash, RevisionRow.record)
+        .where(RevisionRow.slug == slug)
+        .join(
+            RecipeRow,
+            (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no),
+        )
+    )
     found = session.execute(query).one_or_none()
     return (found[0], found[1], found[2]) if found is not None else None
 
@@ -274,15 +338,19 @@ def get_record(session: Session, slug: str) -> dict[str, Any] | None:
     return json.loads(found[2]) if found is not None else None
 
 
-def list_records(session: Session, filters: RecipeFilters, *, limit: int | None, offset: int = 0
-                 ) -> tuple[int, list[dict[str, Any]]]:
+def list_records(
+    session: Session, filters: RecipeFilters, *, limit: int | None, offset: int = 0
+) -> tuple[int, list[dict[str, Any]]]:
     """``(total matching, one page of records)``, ordered by slug."""
     query = select(RecipeRow.slug)
     if filters.q:
         for word in clean(filters.q).lower().split():
             query = query.where(RecipeRow.search_text.contains(word, autoescape=True))
-    for column, value in ((RecipeRow.models, filters.model), (RecipeRow.card_families, filters.card_family),
-                          (RecipeRow.tags, filters.tag)):
+    for column, value in (
+        (RecipeRow.models, filters.model),
+        (RecipeRow.card_families, filters.card_family),
+        (RecipeRow.tags, filters.tag),
+    ):
         if value:
             query = query.where(column.contains(f"|{clean(value).lower()}|", autoescape=True))
     if filters.engine:
@@ -292,9 +360,17 @@ def list_records(session: Session, filters: RecipeFilters, *, limit: int | None,
     if filters.device_count is not None:
         query = query.where(RecipeRow.device_count == filters.device_count)
     total = session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
-    page = (select(RevisionRow.record)
-            .join(RecipeRow, (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no))
-            .where(RecipeRow.slug.in_(query)).order_by(RecipeRow.slug).offset(offset).limit(limit))
+    page = (
+        select(RevisionRow.record)
+        .join(
+            RecipeRow,
+            (RecipeRow.slug == RevisionRow.slug) & (RecipeRow.latest_no == RevisionRow.no),
+        )
+        .where(RecipeRow.slug.in_(query))
+        .order_by(RecipeRow.slug)
+        .offset(offset)
+        .limit(limit)
+    )
     return total, [json.loads(t) for t in session.execute(page).scalars()]
 
 
@@ -307,13 +383,24 @@ def revisions(session: Session, slug: str) -> list[RevisionInfo] | None:
     """The history of ``slug``, oldest first (None when there is no such recipe)."""
     if not SLUG_RE.fullmatch(slug):
         return None
-    rows = session.execute(select(RevisionRow).where(RevisionRow.slug == slug).order_by(RevisionRow.no)).scalars().all()
+    rows = (
+        session.execute(
+            select(RevisionRow).where(RevisionRow.slug == slug).order_by(RevisionRow.no)
+        )
+        .scalars()
+        .all()
+    )
     if not rows:
         return None
-    return [RevisionInfo(no=r.no, content_hash=r.content_hash, created_at=r.created_at, notes=r.notes) for r in rows]
+    return [
+        RevisionInfo(no=r.no, content_hash=r.content_hash, created_at=r.created_at, notes=r.notes)
+        for r in rows
+    ]
 
 
-def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, token_name: str) -> ResultAccepted:
+def add_result(
+    factory: sessionmaker[Session], slug: str, result: BenchResult, token_name: str
+) -> ResultAccepted:
     """Join a result's perf points to ``slug`` as ``measured`` in a new revision (once per result).
 
     The result is checked against the revision its points would join, in the same transaction: a refusal
@@ -329,21 +416,47 @@ def add_result(factory: sessionmaker[Session], slug: str, result: BenchResult, t
         latest = _latest_record(session, row)
         problems = result_problems(result, parse_recipe(latest, slug)) + journal.problems
         if problems:
-            raise InputError("E_RESULT_REFUSED", f"the result cannot be published: {len(problems)} problem(s)",
-                             details=problems)
-        seen = session.execute(select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
-                               ).scalar_one_or_none()
+            raise InputError(
+                "E_RESULT_REFUSED",
+                f"the result cannot be published: {len(problems)} problem(s)",
+                details=problems,
+            )
+        seen = session.execute(
+            select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
+        ).scalar_one_or_none()
         if seen is not None:
-            return ResultAccepted(slug=slug, revision=seen.revision_no, points_added=0, content_hash=digest, duplicate=True)
-        measured = [measured_point(p, digest, verified=i in journal.verified, published_by=token_name)
-                    for i, p in enumerate(result.perf_points)]
+            return ResultAccepted(
+                slug=slug,
+                revision=seen.revision_no,
+                points_added=0,
+                content_hash=digest,
+                duplicate=True,
+            )
+        measured = [
+            measured_point(p, digest, verified=i in journal.verified, published_by=token_name)
+            for i, p in enumerate(result.perf_points)
+        ]
         record = latest | {"perf_points": [*(latest.get("perf_points") or []), *measured]}
-        record = _add_revision(session, row, record, notes=f"measured points from bench result {digest}")
+        record = _add_revision(
+            session, row, record, notes=f"measured points from bench result {digest}"
+        )
         no = record["revision"]["no"]
-        session.add(ResultRow(slug=slug, content_hash=digest, revision_no=no, token_name=token_name,
-                              created_at=record["updated_at"],
-                              body=json.dumps(result.model_dump(mode="json"), ensure_ascii=True)))
-        return ResultAccepted(slug=slug, revision=no, points_added=len(measured), content_hash=digest,
-                              verified=len(journal.verified))
+        session.add(
+            ResultRow(
+                slug=slug,
+                content_hash=digest,
+                revision_no=no,
+                token_name=token_name,
+                created_at=record["updated_at"],
+                body=json.dumps(result.model_dump(mode="json"), ensure_ascii=True),
+            )
+        )
+        return ResultAccepted(
+            slug=slug,
+            revision=no,
+            points_added=len(measured),
+            content_hash=digest,
+            verified=len(journal.verified),
+        )
 
     return _write(factory, body)

@@ -14,8 +14,15 @@ from rigbook.recipe.schema import Recipe
 
 API_PREFIX = "/api/v1"
 
-__all__ = ["API_PREFIX", "ErrorBody", "ErrorDocument", "RecipePage", "ResultAccepted",
-           "RevisionInfo", "RevisionList"]
+__all__ = [
+    "API_PREFIX",
+    "ErrorBody",
+    "ErrorDocument",
+    "RecipePage",
+    "ResultAccepted",
+    "RevisionInfo",
+    "RevisionList",
+]
 
 
 class ResultAccepted(BaseModel):
@@ -26,7 +33,9 @@ class ResultAccepted(BaseModel):
     points_added: int
     content_hash: str
     duplicate: bool = False
-    verified: int = Field(default=0, description="Points recomputed from the result's own requests and found equal.")
+    verified: int = Field(
+        default=0, description="Points recomputed from the result's own requests and found equal."
+    )
 
 
 class RevisionInfo(BaseModel):

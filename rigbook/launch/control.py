@@ -41,9 +41,22 @@ def status(*, clean: bool = True) -> list[RunStatus]:
     shown = []
     for run in state.all_runs():
         alive = run.alive
-        shown.append(RunStatus(name=run.name, recipe=run.recipe, kind=run.kind, pid=run.pid, port=run.port, url=run.url,
-                               model_id=run.model_id, started_at=run.started_at, log=run.log, running=alive,
-                               healthy=alive and probe_ready(run.url), stale=not alive))
+        shown.append(
+            RunStatus(
+                name=run.name,
+                recipe=run.recipe,
+                kind=run.kind,
+                pid=run.pid,
+                port=run.port,
+                url=run.url,
+                model_id=run.model_id,
+                started_at=run.started_at,
+                log=run.log,
+                running=alive,
+                healthy=alive and probe_ready(run.url),
+                stale=not alive,
+            )
+        )
         if not alive and clean:
             locks.release(run.slot, run.name)
             state.remove(run.name)
@@ -66,9 +79,15 @@ def down(name: str | None = None, *, everything: bool = False) -> list[Stopped]:
         if not targets:
             raise LaunchError("E_NOT_RUNNING", "no launch is running")
         if len(targets) > 1 and not everything:
-            raise InputError("E_INPUT", f"{len(targets)} launches run ({', '.join(r.name for r in targets)}): "
-                             "name one, or pass --all")
-    return [Stopped(name=r.name, pid=r.pid, gone=teardown(r.name, r.pgid, r.slot, r.stop_commands)) for r in targets]
+            raise InputError(
+                "E_INPUT",
+                f"{len(targets)} launches run ({', '.join(r.name for r in targets)}): "
+                "name one, or pass --all",
+            )
+    return [
+        Stopped(name=r.name, pid=r.pid, gone=teardown(r.name, r.pgid, r.slot, r.stop_commands))
+        for r in targets
+    ]
 
 
 def log_path(name: str) -> str:

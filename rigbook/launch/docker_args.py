@@ -15,35 +15,129 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-SHORT = {"a": "--attach", "c": "--cpu-shares", "d": "--detach", "e": "--env", "h": "--hostname", "i": "--interactive",
-         "l": "--label", "m": "--memory", "p": "--publish", "P": "--publish-all", "q": "--quiet", "t": "--tty",
-         "u": "--user", "v": "--volume", "w": "--workdir"}
+SHORT = {
+    "a": "--attach",
+    "c": "--cpu-shares",
+    "d": "--detach",
+    "e": "--env",
+    "h": "--hostname",
+    "i": "--interactive",
+    "l": "--label",
+    "m": "--memory",
+    "p": "--publish",
+    "P": "--publish-all",
+    "q": "--quiet",
+    "t": "--tty",
+    "u": "--user",
+    "v": "--volume",
+    "w": "--workdir",
+}
 ALIASES = {"--net": "--network", "--net-alias": "--network-alias", "--dns-opt": "--dns-option"}
 
 # Every `docker run` option that takes a value (docker 27/28).
 VALUED = {
-    "--add-host", "--annotation", "--attach", "--blkio-weight", "--blkio-weight-device", "--cap-add", "--cap-drop",
-    "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-count", "--cpu-percent", "--cpu-period", "--cpu-quota",
-    "--cpu-rt-period", "--cpu-rt-runtime", "--cpu-shares", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--detach-keys",
-    "--device", "--device-cgroup-rule", "--device-read-bps", "--device-read-iops", "--device-write-bps",
-    "--device-write-iops", "--dns", "--dns-option", "--dns-search", "--domainname", "--entrypoint", "--env",
-    "--env-file", "--expose", "--gpus", "--group-add", "--health-cmd", "--health-interval", "--health-retries",
-    "--health-start-interval", "--health-start-period", "--health-timeout", "--hostname", "--io-maxbandwidth",
-    "--io-maxiops", "--ip", "--ip6", "--ipc", "--isolation", "--kernel-memory", "--label", "--label-file", "--link",
-    "--link-local-ip", "--log-driver", "--log-opt", "--mac-address", "--memory", "--memory-reservation",
-    "--memory-swap", "--memory-swappiness", "--mount", "--name", "--network", "--network-alias", "--oom-score-adj",
-    "--pid", "--pids-limit", "--platform", "--publish", "--pull", "--restart", "--runtime", "--security-opt",
-    "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs", "--ulimit", "--user",
-    "--userns", "--uts", "--volume", "--volume-driver", "--volumes-from", "--workdir",
+    "--add-host",
+    "--annotation",
+    "--attach",
+    "--blkio-weight",
+    "--blkio-weight-device",
+    "--cap-add",
+    "--cap-drop",
+    "--cgroup-parent",
+    "--cgroupns",
+    "--cidfile",
+    "--cpu-count",
+    "--cpu-percent",
+    "--cpu-period",
+    "--cpu-quota",
+    "--cpu-rt-period",
+    "--cpu-rt-runtime",
+    "--cpu-shares",
+    "--cpus",
+    "--cpuset-cpus",
+    "--cpuset-mems",
+    "--detach-keys",
+    "--device",
+    "--device-cgroup-rule",
+    "--device-read-bps",
+    "--device-read-iops",
+    "--device-write-bps",
+    "--device-write-iops",
+    "--dns",
+    "--dns-option",
+    "--dns-search",
+    "--domainname",
+    "--entrypoint",
+    "--env",
+    "--env-file",
+    "--expose",
+    "--gpus",
+    "--group-add",
+    "--health-cmd",
+    "--health-interval",
+    "--health-retries",
+    "--health-start-interval",
+    "--health-start-period",
+    "--health-timeout",
+    "--hostname",
+    "--io-maxbandwidth",
+    "--io-maxiops",
+    "--ip",
+    "--ip6",
+    "--ipc",
+    "--isolation",
+    "--kernel-memory",
+    "--label",
+    "--label-file",
+    "--link",
+    "--link-local-ip",
+    "--log-driver",
+    "--log-opt",
+    "--mac-address",
+    "--memory",
+    "--memory-reservation",
+    "--memory-swap",
+    "--memory-swappiness",
+    "--mount",
+    "--name",
+    "--network",
+    "--network-alias",
+    "--oom-score-adj",
+    "--pid",
+    "--pids-limit",
+    "--platform",
+    "--publish",
+    "--pull",
+    "--restart",
+    "--runtime",
+    "--security-opt",
+    "--shm-size",
+    "--stop-signal",
+    "--stop-timeout",
+    "--storage-opt",
+    "--sysctl",
+    "--tmpfs",
+    "--ulimit",
+    "--user",
+    "--userns",
+    "--uts",
+    "--volume",
+    "--volume-driver",
+    "--volumes-from",
+    "--workdir",
 }
 
 
 class DockerOption(BaseModel):
     """One option docker reads: its long name, its value (None for a bare boolean), and argv items that give it."""
 
-    name: str = Field(description="The long name ('--volume'); empty for a positional item (the image, or what follows).")
+    name: str = Field(
+        description="The long name ('--volume'); empty for a positional item (the image, or what follows)."
+    )
     value: str | None = None
-    tokens: list[str] = Field(description="The argv items for this option alone (a grouped flag is split out).")
+    tokens: list[str] = Field(
+        description="The argv items for this option alone (a grouped flag is split out)."
+    )
 
     @property
     def shown(self) -> str:
@@ -70,7 +164,9 @@ def _shorts(item: str, rest: list[str]) -> tuple[list[DockerOption], int]:
         letter, letters = letters[0], letters[1:]
         name = SHORT.get(letter, f"-{letter}")
         if letters.startswith("=") and len(letters) > 1:
-            found.append(DockerOption(name=name, value=letters[1:], tokens=[f"-{letter}={letters[1:]}"]))
+            found.append(
+                DockerOption(name=name, value=letters[1:], tokens=[f"-{letter}={letters[1:]}"])
+            )
             return found, 0
         if name in VALUED:
             if letters:
@@ -83,7 +179,9 @@ def _shorts(item: str, rest: list[str]) -> tuple[list[DockerOption], int]:
     return found, 0
 
 
-def parse_options(args: list[str], *, stop_at_positional: bool = False) -> tuple[list[DockerOption], int]:
+def parse_options(
+    args: list[str], *, stop_at_positional: bool = False
+) -> tuple[list[DockerOption], int]:
     """The options in ``args`` and the index of the first positional item (``len(args)`` when there is none).
 
     With ``stop_at_positional`` reading stops there (``docker run OPTIONS IMAGE …``); without it a positional
@@ -93,7 +191,7 @@ def parse_options(args: list[str], *, stop_at_positional: bool = False) -> tuple
     first_positional = len(args)
     i = 0
     while i < len(args):
-        item, rest = args[i], args[i + 1:]
+        item, rest = args[i], args[i + 1 :]
         if item == "--" or not item.startswith("-") or item == "-":
             first_positional = min(first_positional, i + 1 if item == "--" else i)
             if stop_at_positional:

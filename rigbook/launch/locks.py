@@ -59,9 +59,14 @@ def _refuse_if_held(keys: list[str]) -> None:
         names = " / ".join(sorted({h.name for h in taken}))
         # The CPU slot has no other to pick: the remedy says only what can be done.
         other = "" if all(h.key == "cpu" for h in taken) else ", or pick other GPUs with `--gpus`"
-        raise LaunchError("E_LOCKED", "; ".join(
-            f"{h.key} is held by launch {h.name!r} (pid {h.pid}, since {h.since})" for h in taken),
-            f"Stop that launch with `rigbook down {names}`{other}.")
+        raise LaunchError(
+            "E_LOCKED",
+            "; ".join(
+                f"{h.key} is held by launch {h.name!r} (pid {h.pid}, since {h.since})"
+                for h in taken
+            ),
+            f"Stop that launch with `rigbook down {names}`{other}.",
+        )
 
 
 def acquire(keys: list[str], name: str, pid: int, create_time: float | None = None) -> None:

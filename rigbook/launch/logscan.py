@@ -35,25 +35,47 @@ class LogHit(BaseModel):
 
 # Order matters: the most specific cause wins when several lines match.
 COMMON_PATTERNS: list[LogPattern] = [
-    LogPattern(code="E_GPU_MEMORY", pattern=r"Free memory on device .* is less than desired GPU memory utilization",
-               why="vLLM found less free GPU memory than --gpu-memory-utilization asks for"),
-    LogPattern(code="E_GPU_MEMORY", pattern=r"CUDA out of memory|OutOfMemoryError|cudaMalloc failed: out of memory|CUDA_ERROR_OUT_OF_MEMORY",
-               why="the GPU ran out of memory"),
-    LogPattern(code="E_GPU_MEMORY", pattern=r"No available memory for the cache blocks|Not enough memory.*KV cache|insufficient memory for (?:the )?KV cache",
-               why="no GPU memory was left for the KV cache"),
-    LogPattern(code="E_P2P", pattern=r"peer access is not supported|peer mapping resources exhausted|cudaErrorPeerAccess|CUDA_ERROR_PEER_ACCESS",
-               why="CUDA peer access between the GPUs failed"),
-    LogPattern(code="E_P2P", pattern=r"NCCL WARN|NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
-               why="NCCL (GPU-to-GPU communication) failed"),
-    LogPattern(code="E_PORT", pattern=r"[Aa]ddress already in use|port is already allocated|EADDRINUSE",
-               why="the port the engine listens on is taken"),
+    LogPattern(
+        code="E_GPU_MEMORY",
+        pattern=r"Free memory on device .* is less than desired GPU memory utilization",
+        why="vLLM found less free GPU memory than --gpu-memory-utilization asks for",
+    ),
+    LogPattern(
+        code="E_GPU_MEMORY",
+        pattern=r"CUDA out of memory|OutOfMemoryError|cudaMalloc failed: out of memory|CUDA_ERROR_OUT_OF_MEMORY",
+        why="the GPU ran out of memory",
+    ),
+    LogPattern(
+        code="E_GPU_MEMORY",
+        pattern=r"No available memory for the cache blocks|Not enough memory.*KV cache|insufficient memory for (?:the )?KV cache",
+        why="no GPU memory was left for the KV cache",
+    ),
+    LogPattern(
+        code="E_P2P",
+        pattern=r"peer access is not supported|peer mapping resources exhausted|cudaErrorPeerAccess|CUDA_ERROR_PEER_ACCESS",
+        why="CUDA peer access between the GPUs failed",
+    ),
+    LogPattern(
+        code="E_P2P",
+        pattern=r"NCCL WARN|NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage",
+        why="NCCL (GPU-to-GPU communication) failed",
+    ),
+    LogPattern(
+        code="E_PORT",
+        pattern=r"[Aa]ddress already in use|port is already allocated|EADDRINUSE",
+        why="the port the engine listens on is taken",
+    ),
 ]
 
-_EXCEPTION_LINE = re.compile(r"^\s*(?:\S+ pid=\d+\)\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b:?")
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?:\S+ pid=\d+\)\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b:?"
+)
 _ERRORISH = re.compile(r"\b(?:ERROR|FATAL|Fatal|fatal|error|Error|failed|Failed|Traceback)\b")
 
 
-def scan_lines(lines: list[str], extra: list[LogPattern] | None = None, *, common: bool = True) -> LogHit | None:
+def scan_lines(
+    lines: list[str], extra: list[LogPattern] | None = None, *, common: bool = True
+) -> LogHit | None:
     """The first line matching a known pattern (adapter patterns before common ones, if ``common``), or None."""
     patterns = [*(extra or []), *(COMMON_PATTERNS if common else [])]
     compiled = [(p, re.compile(p.pattern)) for p in patterns]
@@ -69,7 +91,12 @@ def first_error_line(lines: list[str]) -> LogHit | None:
     for regex in (_EXCEPTION_LINE, _ERRORISH):
         for no, line in enumerate(lines, start=1):
             if line.strip() and regex.search(line) and not line.lstrip().startswith("Traceback"):
-                return LogHit(code="E_ENGINE_EXIT", line=line.strip(), line_no=no, why="the engine's first error line")
+                return LogHit(
+                    code="E_ENGINE_EXIT",
+                    line=line.strip(),
+                    line_no=no,
+                    why="the engine's first error line",
+                )
     return None
 
 

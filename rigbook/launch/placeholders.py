@@ -14,7 +14,11 @@ from rigbook.launch.plan import GpuRef, Target
 
 # Multicast over NVLink (NVLS) hangs or fails on many hosts and in VMs; these
 # turn it off in NCCL, PyTorch symmetric memory and NVSHMEM unless you set them.
-GPU_ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+GPU_ENV_DEFAULTS = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z_]+)\}")
 
@@ -28,7 +32,10 @@ def cuda_env(target: Target) -> dict[str, str]:
     """CUDA_VISIBLE_DEVICES for a native engine; PCI bus order so indices match nvidia-smi."""
     if not target.gpus:
         return {"CUDA_VISIBLE_DEVICES": ""}
-    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": gpu_list(target.gpus, target.by_uuid)}
+    return {
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "CUDA_VISIBLE_DEVICES": gpu_list(target.gpus, target.by_uuid),
+    }
 
 
 def docker_gpus(target: Target) -> str:
@@ -55,7 +62,7 @@ def drop_options(args: list[str], names: set[str]) -> tuple[list[str], list[str]
     while i < len(args):
         item = args[i]
         if item in names:
-            dropped.append(" ".join(args[i:i + 2]))
+            dropped.append(" ".join(args[i : i + 2]))
             i += 2
         elif item.split("=", 1)[0] in names:
             dropped.append(item)

@@ -23,7 +23,9 @@ class Target(BaseModel):
 
     name: str
     gpus: list[GpuRef] = Field(default_factory=list)
-    by_uuid: bool = Field(default=False, description="The user named GPUs by UUID; map them by UUID too.")
+    by_uuid: bool = Field(
+        default=False, description="The user named GPUs by UUID; map them by UUID too."
+    )
     host: str = "127.0.0.1"
     port: int
     models_dir: Path
@@ -78,7 +80,9 @@ class Step(BaseModel):
     kind: StepKind
     title: str
     details: list[str] = Field(default_factory=list)
-    commands: list[LaunchCommand] = Field(default_factory=list, description="Processes this step runs, in order.")
+    commands: list[LaunchCommand] = Field(
+        default_factory=list, description="Processes this step runs, in order."
+    )
     downloads: list[Download] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
 
@@ -91,8 +95,12 @@ class Plan(BaseModel):
     target: Target
     url: str
     model_id: str | None
-    command: LaunchCommand | None = Field(description="The engine process; None for an external endpoint.")
-    stop_commands: list[LaunchCommand] = Field(default_factory=list, description="Run on `down` besides killing the process group.")
+    command: LaunchCommand | None = Field(
+        description="The engine process; None for an external endpoint."
+    )
+    stop_commands: list[LaunchCommand] = Field(
+        default_factory=list, description="Run on `down` besides killing the process group."
+    )
     steps: list[Step]
     dry_run: bool = False
 

@@ -22,7 +22,9 @@ class RunState(BaseModel):
     kind: str
     pid: int
     pgid: int
-    create_time: float = Field(description="The process's start time, so a reused pid is not mistaken for it.")
+    create_time: float = Field(
+        description="The process's start time, so a reused pid is not mistaken for it."
+    )
     started_at: str
     url: str
     port: int
@@ -61,8 +63,12 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 def check_name(name: str, option: str = "NAME") -> str:
     """``name`` when it is a valid launch name, else E_INPUT."""
     if not NAME.match(name):
-        raise InputError("E_INPUT", f"{option} {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 63, "
-                         "starting with a letter or digit)", remedy="See `rigbook status` for the names of your launches.")
+        raise InputError(
+            "E_INPUT",
+            f"{option} {name!r}: use lower-case letters, digits, '-', '_' or '.' (at most 63, "
+            "starting with a letter or digit)",
+            remedy="See `rigbook status` for the names of your launches.",
+        )
     return name
 
 

@@ -25,13 +25,23 @@ def start(command: LaunchCommand, log_path: Path) -> subprocess.Popen:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         try:
-            return subprocess.Popen(command.argv, env={**os.environ, **command.env}, cwd=command.cwd,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            return subprocess.Popen(
+                command.argv,
+                env={**os.environ, **command.env},
+                cwd=command.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         except FileNotFoundError:
-            raise LaunchError("E_ENGINE_MISSING", f"cannot start {command.argv[0]!r}: not found") from None
+            raise LaunchError(
+                "E_ENGINE_MISSING", f"cannot start {command.argv[0]!r}: not found"
+            ) from None
         except PermissionError:
-            raise LaunchError("E_ENGINE_MISSING", f"cannot start {command.argv[0]!r}: not executable") from None
+            raise LaunchError(
+                "E_ENGINE_MISSING", f"cannot start {command.argv[0]!r}: not executable"
+            ) from None
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
@@ -69,10 +79,17 @@ def probe_ready(url: str, timeout: float = 2.0, paths: tuple[str, ...] = ("/v1/m
         return False
 
 
-def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float, *,
-               patterns: list[LogPattern] | None = None, since: int = 0,
-               progress: Callable[[float, str], None] | None = None,
-               ready_paths: tuple[str, ...] = ("/v1/models",)) -> float:
+def wait_ready(
+    proc: subprocess.Popen,
+    url: str,
+    log_path: Path,
+    timeout: float,
+    *,
+    patterns: list[LogPattern] | None = None,
+    since: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+    ready_paths: tuple[str, ...] = ("/v1/models",),
+) -> float:
     """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log.
 
     Only the log written after byte ``since`` (where this launch started appending) is read. A line
@@ -87,19 +104,32 @@ def wait_ready(proc: subprocess.Popen, url: str, log_path: Path, timeout: float,
             lines = read_tail(log_path, since=since)
             hit = explain_exit(lines, patterns)
             first = f": {hit.line}" if hit else " (the log has no error line)"
-            raise RigbookError(hit.code if hit else "E_ENGINE_EXIT",
-                              f"the engine exited with status {code} after {elapsed:.0f} s{first}",
-                              details=[f"log: {log_path}" + (f" line {hit.line_no} ({hit.why})" if hit else "")])
+            raise RigbookError(
+                hit.code if hit else "E_ENGINE_EXIT",
+                f"the engine exited with status {code} after {elapsed:.0f} s{first}",
+                details=[f"log: {log_path}" + (f" line {hit.line_no} ({hit.why})" if hit else "")],
+            )
         if probe_ready(url, paths=ready_paths):
             return elapsed
-        fatal = scan_lines(read_tail(log_path, since=since), fatal_patterns, common=False) if fatal_patterns else None
+        fatal = (
+            scan_lines(read_tail(log_path, since=since), fatal_patterns, common=False)
+            if fatal_patterns
+            else None
+        )
         if fatal:
-            raise LaunchError(fatal.code, f"the engine failed after {elapsed:.0f} s: {fatal.line}",
-                              details=[f"log: {log_path} line {fatal.line_no} ({fatal.why})"])
+            raise LaunchError(
+                fatal.code,
+                f"the engine failed after {elapsed:.0f} s: {fatal.line}",
+                details=[f"log: {log_path} line {fatal.line_no} ({fatal.why})"],
+            )
         if elapsed > timeout:
             hit = scan_lines(read_tail(log_path, since=since), patterns)
-            details = [f"log: {log_path}"] + ([f"the log shows {hit.code} at line {hit.line_no}: {hit.line}"] if hit else [])
-            raise LaunchError("E_NOT_READY", f"{url} was not ready after {timeout:.0f} s", details=details)
+            details = [f"log: {log_path}"] + (
+                [f"the log shows {hit.code} at line {hit.line_no}: {hit.line}"] if hit else []
+            )
+            raise LaunchError(
+                "E_NOT_READY", f"{url} was not ready after {timeout:.0f} s", details=details
+            )
         if progress:
             tail = read_tail(log_path, 4096, since=since)
             progress(elapsed, tail[-1].strip() if tail else "")

@@ -52,15 +52,27 @@ def pick_gpus(rig: Rig, need: int, asked: list[int] | None) -> list[Gpu]:
     missing = [i for i in asked if rig.gpu(i) is None]
     if missing:
         have = ", ".join(str(g.index) for g in rig.gpus) or "none"
-        raise InputError("E_INPUT", f"--gpus names GPU {', '.join(map(str, missing))}, not on this rig (GPUs: {have})",
-                         "Pick GPUs by the indices `rigbook rig` lists.")
+        raise InputError(
+            "E_INPUT",
+            f"--gpus names GPU {', '.join(map(str, missing))}, not on this rig (GPUs: {have})",
+            "Pick GPUs by the indices `rigbook rig` lists.",
+        )
     if len(set(asked)) != len(asked):
-        raise InputError("E_INPUT", "--gpus names a GPU twice", "Give each GPU index once, e.g. --gpus 0,1.")
+        raise InputError(
+            "E_INPUT", "--gpus names a GPU twice", "Give each GPU index once, e.g. --gpus 0,1."
+        )
     return [g for i in asked for g in rig.gpus if g.index == i]
 
 
-def check_recipe(recipe: Recipe, rig: Rig, *, gpus: list[int] | None = None, port: int | None = None,
-                 models_dir: Path | None = None, p2p_test: bool = False) -> CheckReport:
+def check_recipe(
+    recipe: Recipe,
+    rig: Rig,
+    *,
+    gpus: list[int] | None = None,
+    port: int | None = None,
+    models_dir: Path | None = None,
+    p2p_test: bool = False,
+) -> CheckReport:
     """Check ``recipe`` on ``rig`` (on the GPUs ``gpus``, else the first it needs).
 
     ``p2p_test`` runs the functional peer copy test between the picked GPUs
@@ -68,20 +80,40 @@ def check_recipe(recipe: Recipe, rig: Rig, *, gpus: list[int] | None = None, por
     Port and tool re-checks and the models dir's current free space apply to a
     live rig (``rig.live``), not to a saved document from another machine.
     """
-    ctx = CheckContext(recipe=recipe, rig=rig, gpus=pick_gpus(rig, recipe.gpu_count, gpus), port=port,
-                       models_dir=models_dir)
+    ctx = CheckContext(
+        recipe=recipe,
+        rig=rig,
+        gpus=pick_gpus(rig, recipe.gpu_count, gpus),
+        port=port,
+        models_dir=models_dir,
+    )
     test = rig.p2p_test
     if p2p_test and rig.live and len(ctx.tp_pairs) > 0:
         test = run_p2p_test(ctx.tp_pairs)
     findings: list[Finding] = []
     if not rig.gpus:
-        findings.append(Finding.make("I_NO_GPU", f"no GPU on this rig: {rig.reason or 'none found'}"))
+        findings.append(
+            Finding.make("I_NO_GPU", f"no GPU on this rig: {rig.reason or 'none found'}")
+        )
     findings += check_count(ctx, gpus)
     findings += check_driver(ctx)
     if recipe.gpu_count > 0:
         findings += check_model(ctx) + check_memory(ctx) + check_busy(ctx) + check_p2p(ctx, test)
         findings += check_topology(ctx) + check_power(ctx)
-    findings += check_docker(ctx) + check_tools(ctx) + check_disk(ctx) + check_port(ctx) + check_license(ctx)
+    findings += (
+        check_docker(ctx)
+        + check_tools(ctx)
+        + check_disk(ctx)
+        + check_port(ctx)
+        + check_license(ctx)
+    )
     findings = sort_findings(findings)
-    return CheckReport(recipe=recipe.slug, rig_source=rig.source, hostname=rig.host.hostname, gpus=ctx.indices,
-                       findings=findings, p2p_test=test, ok=not any(f.blocks for f in findings))
+    return CheckReport(
+        recipe=recipe.slug,
+        rig_source=rig.source,
+        hostname=rig.host.hostname,
+        gpus=ctx.indices,
+        findings=findings,
+        p2p_test=test,
+        ok=not any(f.blocks for f in findings),
+    )

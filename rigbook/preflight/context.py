@@ -29,7 +29,10 @@ class CheckContext(BaseModel):
 
     def _requires(self, *words: str) -> bool:
         """A line of ``requirements.requires`` names one of ``words`` (the public record's only host facts)."""
-        lines = [line.lower() for line in (self.recipe.requirements.requires if self.recipe.requirements else [])]
+        lines = [
+            line.lower()
+            for line in (self.recipe.requirements.requires if self.recipe.requirements else [])
+        ]
         return any(w in line for line in lines for w in words)
 
     @property
@@ -39,8 +42,11 @@ class CheckContext(BaseModel):
         if ext.needs_docker is not None:
             return ext.needs_docker
         argv = self.recipe.config.launch
-        return (ext.launch is not None and ext.launch.kind == "docker") or (bool(argv) and argv[0] == "docker") \
+        return (
+            (ext.launch is not None and ext.launch.kind == "docker")
+            or (bool(argv) and argv[0] == "docker")
             or self._requires("docker")
+        )
 
     @property
     def needs_toolkit(self) -> bool:
@@ -48,8 +54,9 @@ class CheckContext(BaseModel):
         ext = self.recipe.ext
         if ext.needs_container_toolkit is not None:
             return ext.needs_container_toolkit
-        return self._requires("nvidia container toolkit", "nvidia-container-toolkit") or \
-            (self.uses_docker and self.recipe.gpu_count > 0)
+        return self._requires("nvidia container toolkit", "nvidia-container-toolkit") or (
+            self.uses_docker and self.recipe.gpu_count > 0
+        )
 
     @property
     def needs_p2p(self) -> bool:

@@ -17,13 +17,25 @@ class Finding(BaseModel):
     remedy: str
 
     @classmethod
-    def make(cls, code: Code | str, message: str, *, gpus: list[int] | None = None, remedy: str | None = None,
-             severity: Severity | None = None) -> Finding:
+    def make(
+        cls,
+        code: Code | str,
+        message: str,
+        *,
+        gpus: list[int] | None = None,
+        remedy: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
         """A finding for a registered code, with the registry's severity and remedy by default."""
         code = as_code(code)
         entry = CODES[code]
-        return cls(code=code, severity=severity or entry.severity, gpus=gpus or [], message=message,
-                   remedy=remedy or entry.remedy)
+        return cls(
+            code=code,
+            severity=severity or entry.severity,
+            gpus=gpus or [],
+            message=message,
+            remedy=remedy or entry.remedy,
+        )
 
     @property
     def blocks(self) -> bool:

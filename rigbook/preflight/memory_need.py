@@ -49,7 +49,9 @@ def _utilization(recipe: Recipe) -> tuple[float, str] | None:
 def memory_need(recipe: Recipe) -> MemoryNeed | None:
     """The recipe's ``min_free_mib_per_gpu``, else its GPU memory utilisation (argv or env), else None."""
     if recipe.ext.min_free_mib_per_gpu is not None:
-        return MemoryNeed(mib=recipe.ext.min_free_mib_per_gpu, source="rigbook.min_free_mib_per_gpu")
+        return MemoryNeed(
+            mib=recipe.ext.min_free_mib_per_gpu, source="rigbook.min_free_mib_per_gpu"
+        )
     try:
         found = _utilization(recipe)
     except ValueError:

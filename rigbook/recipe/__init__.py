@@ -6,6 +6,16 @@ from rigbook.recipe.load import dump_recipe, dumps_recipe, load_recipe_file, par
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe
 
 __all__ = [
-    "EMBEDDED_SLUG", "PerfConditions", "PerfPoint", "Recipe", "dump_recipe", "dumps_recipe", "get_recipe",
-    "list_recipes", "load_recipe_file", "parse_recipe", "recipe_hash", "search_recipes",
+    "EMBEDDED_SLUG",
+    "PerfConditions",
+    "PerfPoint",
+    "Recipe",
+    "dump_recipe",
+    "dumps_recipe",
+    "get_recipe",
+    "list_recipes",
+    "load_recipe_file",
+    "parse_recipe",
+    "recipe_hash",
+    "search_recipes",
 ]

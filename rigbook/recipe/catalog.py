@@ -18,7 +18,9 @@ def _catalog() -> dict[str, Recipe]:
     folder = resources.files("rigbook.recipe") / "catalog"
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".json"):
-            recipe = parse_recipe(read_json_text(entry.read_text(encoding="utf-8"), entry.name), entry.name)
+            recipe = parse_recipe(
+                read_json_text(entry.read_text(encoding="utf-8"), entry.name), entry.name
+            )
             recipes[recipe.slug] = recipe
     return recipes
 
@@ -34,7 +36,10 @@ def get_recipe(slug: str) -> Recipe:
     if slug not in catalog:
         close = [s for s in catalog if slug.lower() in s]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} in the catalog, and no file by that name.{hint}")
+        raise InputError(
+            "E_RECIPE_NOT_FOUND",
+            f"no recipe {slug!r} in the catalog, and no file by that name.{hint}",
+        )
     return catalog[slug].model_copy(deep=True)
 
 
@@ -44,8 +49,15 @@ def search_recipes(text: str, recipes: list[Recipe] | None = None) -> list[Recip
     found = []
     for recipe in recipes if recipes is not None else list_recipes():
         hay = " ".join(
-            [recipe.slug, recipe.title, recipe.summary or "", *recipe.tags, *(m.name for m in recipe.models),
-             *(h.card for h in recipe.hardware), recipe.engine or ""]
+            [
+                recipe.slug,
+                recipe.title,
+                recipe.summary or "",
+                *recipe.tags,
+                *(m.name for m in recipe.models),
+                *(h.card for h in recipe.hardware),
+                recipe.engine or "",
+            ]
         ).lower()
         if all(w in hay for w in words):
             found.append(recipe)

@@ -23,7 +23,8 @@ def hashable_content(record: dict[str, Any]) -> dict[str, Any]:
     content = {k: v for k, v in record.items() if k not in VOLATILE_KEYS}
     if isinstance(content.get("perf_points"), list):
         content["perf_points"] = [
-            {k: v for k, v in p.items() if k != "id"} if isinstance(p, dict) else p for p in content["perf_points"]
+            {k: v for k, v in p.items() if k != "id"} if isinstance(p, dict) else p
+            for p in content["perf_points"]
         ]
     return content
 

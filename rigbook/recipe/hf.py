@@ -19,6 +19,7 @@ class _Pointer(Protocol):
     pointer_type: str | None
     pointer: str | None
 
+
 # Forms a pointer may take; after a URL prefix, only the first two path segments name the repo
 # (``https://huggingface.co/org/name/tree/main`` is org/name).
 _URL_PREFIXES = ("hf://", "https://huggingface.co/", "http://huggingface.co/", "huggingface.co/")
@@ -33,7 +34,7 @@ def parse_repo_id(text: str) -> str | None:
     parts: list[str]
     for prefix in _URL_PREFIXES:
         if rest.startswith(prefix):
-            parts = rest[len(prefix):].strip("/").split("/")[:2]
+            parts = rest[len(prefix) :].strip("/").split("/")[:2]
             break
     else:
         parts = rest.split("/")

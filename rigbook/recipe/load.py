@@ -33,13 +33,20 @@ def describe_validation_error(exc: ValidationError) -> list[str]:
 def parse_recipe(data: Any, source: str = "recipe") -> Recipe:
     """Validate a decoded JSON value as a recipe."""
     if not isinstance(data, dict):
-        raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: a recipe is a JSON object, got {type(data).__name__}",
-                            details=[f"(record): expected an object; got {type(data).__name__}"])
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: a recipe is a JSON object, got {type(data).__name__}",
+            details=[f"(record): expected an object; got {type(data).__name__}"],
+        )
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
         details = describe_validation_error(exc)
-        raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: {len(details)} problem(s) in the recipe", details=details) from None
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: {len(details)} problem(s) in the recipe",
+            details=details,
+        ) from None
 
 
 def read_json_text(text: str, source: str) -> Any:
@@ -47,11 +54,17 @@ def read_json_text(text: str, source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                            details=[f"(file): line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            details=[f"(file): line {exc.lineno} column {exc.colno}: {exc.msg}"],
+        ) from None
     except RecursionError:
-        raise RecipeInvalid("E_RECIPE_INVALID", f"{source}: nested too deeply to be a recipe",
-                            details=["(file): arrays or objects nested thousands deep"]) from None
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: nested too deeply to be a recipe",
+            details=["(file): arrays or objects nested thousands deep"],
+        ) from None
 
 
 def fetch_text(location: str, *, timeout: float = 20.0) -> str:
@@ -80,7 +93,11 @@ def load_recipe_file(location: str) -> Recipe:
 
 def looks_like_location(ref: str) -> bool:
     """True when ``ref`` names a file or URL rather than a catalog slug."""
-    return ref.startswith(("http://", "https://", "/", "./", "../", "~")) or ref.endswith(".json") or Path(ref).exists()
+    return (
+        ref.startswith(("http://", "https://", "/", "./", "../", "~"))
+        or ref.endswith(".json")
+        or Path(ref).exists()
+    )
 
 
 def _whole_numbers_as_ints(value: Any) -> Any:

@@ -57,21 +57,27 @@ def _env(env: dict[str, str]) -> dict[str, str]:
         raise ValueError(f"more than {MAX_ARGS} variables")
     for name, value in env.items():
         if not ENV_NAME.fullmatch(name):
-            raise ValueError(f"{name[:40]!r} is not a variable name (letters, digits, _; not starting with a digit)")
+            raise ValueError(
+                f"{name[:40]!r} is not a variable name (letters, digits, _; not starting with a digit)"
+            )
         _plain(value, f"the value of {name}")
     return env
 
 
 def _revision(value: str | None) -> str | None:
-    if value is not None and not (COMMIT.fullmatch(value) or (REF_NAME.fullmatch(value) and ".." not in value
-                                                              and not value.endswith((".lock", ".")))):
+    if value is not None and not (
+        COMMIT.fullmatch(value)
+        or (REF_NAME.fullmatch(value) and ".." not in value and not value.endswith((".lock", ".")))
+    ):
         raise ValueError(f"{value[:60]!r} is neither a commit hash nor a plain ref name")
     return value
 
 
 def _relative(value: str, what: str) -> str:
     if not RELATIVE.fullmatch(value) or "\\" in value:
-        raise ValueError(f"{what} {value[:60]!r} must be a relative path inside its folder (no '..', no leading / or -)")
+        raise ValueError(
+            f"{what} {value[:60]!r} must be a relative path inside its folder (no '..', no leading / or -)"
+        )
     return value
 
 
@@ -176,27 +182,42 @@ class PerfConditions(Record):
     """
 
     sampling: Sampling | None = None
-    reply_tokens: int | None = Field(default=None, ge=1, description="Reply length asked for, in tokens.")
-    reply_length_held: bool | None = Field(default=None, description="Replies were held to reply_tokens (ignore_eos/min_tokens) and verified.")
+    reply_tokens: int | None = Field(
+        default=None, ge=1, description="Reply length asked for, in tokens."
+    )
+    reply_length_held: bool | None = Field(
+        default=None,
+        description="Replies were held to reply_tokens (ignore_eos/min_tokens) and verified.",
+    )
     thinking: bool | None = Field(default=None, description="Reasoning/thinking enabled.")
-    token_count_source: Literal["server_continuous", "server_final", "client_length", "client_fallback", "reported"] | None = None
+    token_count_source: (
+        Literal["server_continuous", "server_final", "client_length", "client_fallback", "reported"]
+        | None
+    ) = None
     bench_tool: str | None = None
     bench_tool_version: str | None = None
     workload: str | None = Field(default=None, description="Prompt kind, e.g. 'prose'.")
     gpu_count: int | None = Field(default=None, ge=0)
     card: str | None = None
-    power_limit_w_per_gpu: float | None = Field(default=None, gt=0, description="Enforced per-card power limit, watts.")
+    power_limit_w_per_gpu: float | None = Field(
+        default=None, gt=0, description="Enforced per-card power limit, watts."
+    )
     engine: str | None = None
     engine_version: str | None = None
     quant: str | None = None
     kv_cache_dtype: str | None = None
     speculative_method: str | None = None
-    energy_j_per_token: float | None = Field(default=None, ge=0, description="Measured (energy counter) joules per output token.")
-    rate_definition: Literal["aggregate_with_ttft", "aggregate_decode", "per_request_decode"] | None = Field(
+    energy_j_per_token: float | None = Field(
+        default=None, ge=0, description="Measured (energy counter) joules per output token."
+    )
+    rate_definition: (
+        Literal["aggregate_with_ttft", "aggregate_decode", "per_request_decode"] | None
+    ) = Field(
         default=None,
         description="What decode_tok_s holds: all requests' output tokens over the span from the first send "
-                    "(TTFT included), the same without TTFT, or one request's rate after its first token. "
-                    "Null: the source did not say.")
+        "(TTFT included), the same without TTFT, or one request's rate after its first token. "
+        "Null: the source did not say.",
+    )
 
 
 class QualityMeasure(Record):
@@ -206,41 +227,74 @@ class QualityMeasure(Record):
     ``prefill_tok_s`` of a needle probe) or empty."""
 
     test: Literal["needle", "multiple_choice"]
-    suite: str | None = Field(default=None, description="e.g. 'rigbook needle', 'generated', 'MMLU-Pro'.")
-    suite_version: str | None = Field(default=None, description="Built-in 'vN', file sha256 or dataset commit.")
-    questions_hash: str | None = Field(default=None, description="Content hash of the questions asked.")
+    suite: str | None = Field(
+        default=None, description="e.g. 'rigbook needle', 'generated', 'MMLU-Pro'."
+    )
+    suite_version: str | None = Field(
+        default=None, description="Built-in 'vN', file sha256 or dataset commit."
+    )
+    questions_hash: str | None = Field(
+        default=None, description="Content hash of the questions asked."
+    )
     n: int | None = Field(default=None, ge=0, description="Questions asked, or needle probes sent.")
-    passed: int | None = Field(default=None, ge=0, description="Questions answered right, or probes passed.")
+    passed: int | None = Field(
+        default=None, ge=0, description="Questions answered right, or probes passed."
+    )
     accuracy_pct: float | None = None
-    depths: list[float] | None = Field(default=None, description="Needle: where the facts were hidden, 0 = start.")
+    depths: list[float] | None = Field(
+        default=None, description="Needle: where the facts were hidden, 0 = start."
+    )
     facts: int | None = Field(default=None, ge=1, description="Needle: salted facts per probe.")
-    prompt_tokens: int | None = Field(default=None, ge=0, description="Needle: longest prompt, as the server counted it.")
-    cache: Literal["cold", "warm"] | None = Field(default=None, description="Needle: whether a prefix cache could have helped.")
-    reference: str | None = Field(default=None, description="What the answers were paired with (agreement, McNemar).")
+    prompt_tokens: int | None = Field(
+        default=None, ge=0, description="Needle: longest prompt, as the server counted it."
+    )
+    cache: Literal["cold", "warm"] | None = Field(
+        default=None, description="Needle: whether a prefix cache could have helped."
+    )
+    reference: str | None = Field(
+        default=None, description="What the answers were paired with (agreement, McNemar)."
+    )
     agreement_pct: float | None = None
-    mcnemar_p: float | None = Field(default=None, ge=0, le=1, description="Exact McNemar p-value against the reference.")
-    evidence: str | None = Field(default=None, description="The result file and hash, or the text the claim was read from.")
+    mcnemar_p: float | None = Field(
+        default=None, ge=0, le=1, description="Exact McNemar p-value against the reference."
+    )
+    evidence: str | None = Field(
+        default=None, description="The result file and hash, or the text the claim was read from."
+    )
 
 
 class PerfPoint(Record):
     id: int | None = None
     context_len: int | None = None
     prefill_tok_s: float | None = None
-    decode_tok_s: float | None = Field(default=None, description="At concurrency N: the aggregate of the N concurrent requests.")
+    decode_tok_s: float | None = Field(
+        default=None, description="At concurrency N: the aggregate of the N concurrent requests."
+    )
     ttft_ms: float | None = None
     concurrency: int | None = Field(default=None, ge=1)
     claimed_by: str | None = None
     notes: str | None = None
     # rigbook additions
-    per_request_decode_tok_s_median: float | None = Field(default=None, description="Median per-request decode rate at this concurrency.")
+    per_request_decode_tok_s_median: float | None = Field(
+        default=None, description="Median per-request decode rate at this concurrency."
+    )
     users_at_slo: int | None = Field(
-        default=None, ge=0, description="`rigbook capacity`: users served at once with every term of `slo` met.")
+        default=None,
+        ge=0,
+        description="`rigbook capacity`: users served at once with every term of `slo` met.",
+    )
     users_at_slo_lower_bound: bool | None = Field(
-        default=None, description="The search did not find where the SLO breaks: the true number may be higher.")
+        default=None,
+        description="The search did not find where the SLO breaks: the true number may be higher.",
+    )
     slo: str | None = Field(
-        default=None, description="The canonical SLO users_at_slo holds for, e.g. 'per_user_tok_s>=20,ttft_p99_ms<=2000,error_rate<=0'.")
+        default=None,
+        description="The canonical SLO users_at_slo holds for, e.g. 'per_user_tok_s>=20,ttft_p99_ms<=2000,error_rate<=0'.",
+    )
     slo_profile: str | None = Field(
-        default=None, description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').")
+        default=None,
+        description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').",
+    )
     conditions: PerfConditions | None = None
     quality: QualityMeasure | None = None
 
@@ -255,7 +309,9 @@ class PerformanceMetrics(Record):
 
 class Performance(Record):
     claimed_by: str | None = None
-    metrics: str | None = Field(default=None, description="A JSON document kept as a string, as the record has it.")
+    metrics: str | None = Field(
+        default=None, description="A JSON document kept as a string, as the record has it."
+    )
 
     @field_validator("metrics")
     @classmethod
@@ -264,7 +320,9 @@ class Performance(Record):
             try:
                 json.loads(value)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"metrics must be a JSON document in a string: {exc.msg} at char {exc.pos}") from exc
+                raise ValueError(
+                    f"metrics must be a JSON document in a string: {exc.msg} at char {exc.pos}"
+                ) from exc
         return value
 
     @property
@@ -301,8 +359,11 @@ class Artifact(Record):
     # rigbook additions
     size_bytes: int | None = Field(default=None, ge=0, le=2**60)
     license: str | None = None
-    files: list[str] | None = Field(default=None, max_length=100_000,
-                                    description="Files to fetch from the pointer (default: all).")
+    files: list[str] | None = Field(
+        default=None,
+        max_length=100_000,
+        description="Files to fetch from the pointer (default: all).",
+    )
 
     @model_validator(mode="after")
     def _contained(self) -> Artifact:
@@ -310,7 +371,9 @@ class Artifact(Record):
         # the models folder.
         if self.pointer_type == "hf_model":
             if not self.pointer or hf_repo_id(self.pointer) is None:
-                raise ValueError(f"pointer {str(self.pointer)[:80]!r} is not a Hugging Face repository (ORG/NAME)")
+                raise ValueError(
+                    f"pointer {str(self.pointer)[:80]!r} is not a Hugging Face repository (ORG/NAME)"
+                )
             _revision(self.pin)
         for name in self.files or []:
             _relative(name, "file")
@@ -336,8 +399,10 @@ class DockerLaunch(Record):
     """A container image configured by env knobs (the seed record's form)."""
 
     kind: Literal["docker"] = "docker"
-    image: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}$",
-                       description="An image reference; never starts with '-' (it would read as an option).")
+    image: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}$",
+        description="An image reference; never starts with '-' (it would read as an option).",
+    )
     env: Env = Field(default_factory=dict)
     container_port: int | None = Field(default=None, ge=1, le=65535)
     args: Argv = Field(default_factory=list, description="Extra `docker run` options, as argv.")
@@ -365,18 +430,27 @@ class ScriptRepoLaunch(Record):
     """A script repository at a pinned commit with patches and a start command (the guide's start.sh)."""
 
     kind: Literal["script_repo"] = "script_repo"
-    git_url: str = Field(pattern=r"^(https?|ssh|git)://[A-Za-z0-9][^\s\x00]{0,1023}$|^file:///[^\s\x00]{1,1023}$"
-                                 r"|^git@[A-Za-z0-9.-]+:[^\s\x00-][^\s\x00]{0,1023}$",
-                         description="An https, ssh, git or file:/// URL, or git@host:path; never ext:: (runs a "
-                                     "command) nor a host that starts with '-' (read as an ssh option).")
-    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$", description="A commit hash.")
+    git_url: str = Field(
+        pattern=r"^(https?|ssh|git)://[A-Za-z0-9][^\s\x00]{0,1023}$|^file:///[^\s\x00]{1,1023}$"
+        r"|^git@[A-Za-z0-9.-]+:[^\s\x00-][^\s\x00]{0,1023}$",
+        description="An https, ssh, git or file:/// URL, or git@host:path; never ext:: (runs a "
+        "command) nor a host that starts with '-' (read as an ssh option).",
+    )
+    commit: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{7,64}$", description="A commit hash."
+    )
     patch_count: int | None = Field(default=None, ge=0, le=100_000)
     patches: list[str] = Field(default_factory=list, max_length=MAX_ARGS)
     start: Argv = Field(min_length=1, description="Start command as argv, run in the repository.")
-    dry_run_env: Env = Field(default_factory=dict, description="Env that makes the script print its steps only.")
+    dry_run_env: Env = Field(
+        default_factory=dict, description="Env that makes the script print its steps only."
+    )
     env: Env = Field(default_factory=dict)
-    drafter_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-                                    description="Env variable that picks the drafter, e.g. DRAFTER.")
+    drafter_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        description="Env variable that picks the drafter, e.g. DRAFTER.",
+    )
 
     @field_validator("patches")
     @classmethod
@@ -388,11 +462,19 @@ class LlamaCppLaunch(Record):
     """llama.cpp through llama-cpp-python's OpenAI-compatible server."""
 
     kind: Literal["llama_cpp"] = "llama_cpp"
-    model_path: str | None = Field(default=None, pattern=r"^[^-\x00][^\x00]{0,1023}$",
-                                   description="A GGUF file path inside the models folder.")
-    model_package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,5}$",
-                                      description="A Python package that ships the GGUF.")
-    model_file: str | None = Field(default=None, description="The GGUF file name inside model_package.")
+    model_path: str | None = Field(
+        default=None,
+        pattern=r"^[^-\x00][^\x00]{0,1023}$",
+        description="A GGUF file path inside the models folder.",
+    )
+    model_package: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,5}$",
+        description="A Python package that ships the GGUF.",
+    )
+    model_file: str | None = Field(
+        default=None, description="The GGUF file name inside model_package."
+    )
     n_ctx: int | None = Field(default=None, ge=1, le=2**24)
     n_gpu_layers: int | None = Field(default=None, ge=-1, le=100_000)
     args: Argv = Field(default_factory=list)
@@ -408,14 +490,26 @@ class LlamaServerLaunch(Record):
 
     kind: Literal["llama_server"] = "llama_server"
     binary: str | None = Field(
-        default=None, description="The llama-server program: a path, or a name on PATH (default: llama-server).")
+        default=None,
+        description="The llama-server program: a path, or a name on PATH (default: llama-server).",
+    )
     model_path: str | None = Field(default=None, description="A GGUF file path.")
-    model_package: str | None = Field(default=None, description="A Python package that ships the GGUF.")
-    model_file: str | None = Field(default=None, description="The GGUF file name inside model_package.")
-    n_ctx: int | None = Field(default=None, ge=1, description="Context tokens in all, shared by the slots.")
+    model_package: str | None = Field(
+        default=None, description="A Python package that ships the GGUF."
+    )
+    model_file: str | None = Field(
+        default=None, description="The GGUF file name inside model_package."
+    )
+    n_ctx: int | None = Field(
+        default=None, ge=1, description="Context tokens in all, shared by the slots."
+    )
     n_gpu_layers: int | None = None
-    parallel: int = Field(default=1, ge=1, description="Slots: requests decoded together (--parallel).")
-    cont_batching: bool = Field(default=True, description="Continuous batching: a slot joins the batch as it frees.")
+    parallel: int = Field(
+        default=1, ge=1, description="Slots: requests decoded together (--parallel)."
+    )
+    cont_batching: bool = Field(
+        default=True, description="Continuous batching: a slot joins the batch as it frees."
+    )
     args: list[str] = Field(default_factory=list)
 
 
@@ -423,12 +517,20 @@ class ExternalLaunch(Record):
     """An endpoint that already runs: nothing is started."""
 
     kind: Literal["external"] = "external"
-    url: str = Field(pattern=r"^https?://[^\s\x00/?#]+(/[^\s\x00]*)?$", max_length=2048,
-                     description="The endpoint's http(s) base URL.")
+    url: str = Field(
+        pattern=r"^https?://[^\s\x00/?#]+(/[^\s\x00]*)?$",
+        max_length=2048,
+        description="The endpoint's http(s) base URL.",
+    )
 
 
 LaunchSpec = Annotated[
-    DockerLaunch | VllmLaunch | SglangLaunch | ScriptRepoLaunch | LlamaCppLaunch | LlamaServerLaunch
+    DockerLaunch
+    | VllmLaunch
+    | SglangLaunch
+    | ScriptRepoLaunch
+    | LlamaCppLaunch
+    | LlamaServerLaunch
     | ExternalLaunch,
     Field(discriminator="kind"),
 ]
@@ -448,8 +550,12 @@ class Speculative(Record):
     drafter: str | None = None
     drafter_license: str | None = None
     drafter_commercial_use: bool | None = None
-    single_request_only: bool | None = Field(default=None, description="The method limits the server to one request at a time.")
-    alternative: str | None = Field(default=None, description="What to choose instead, and its cost.")
+    single_request_only: bool | None = Field(
+        default=None, description="The method limits the server to one request at a time."
+    )
+    alternative: str | None = Field(
+        default=None, description="What to choose instead, and its cost."
+    )
     alternative_single_request_only: bool | None = None
 
 
@@ -458,18 +564,26 @@ class RigbookExtension(Record):
 
     launch: LaunchSpec | None = None
     serve: Serve | None = None
-    power_limit_w_per_gpu: float | None = Field(default=None, gt=0, description="Per-card power limit at which the numbers were measured, watts.")
+    power_limit_w_per_gpu: float | None = Field(
+        default=None,
+        gt=0,
+        description="Per-card power limit at which the numbers were measured, watts.",
+    )
     speculative: Speculative | None = None
     kv_cache_dtype: str | None = None
     min_free_mib_per_gpu: int | None = Field(default=None, ge=0, le=2**31)
-    needs_p2p: bool | None = Field(default=None, description="Tensor-parallel GPUs need CUDA peer access.")
+    needs_p2p: bool | None = Field(
+        default=None, description="Tensor-parallel GPUs need CUDA peer access."
+    )
     needs_docker: bool | None = None
     needs_container_toolkit: bool | None = None
     host_tools: list[str] = Field(default_factory=list)
     os: str | None = None
     arch: str | None = None
     engine_version: str | None = None
-    autotune: bool | None = Field(default=None, description="The launch runs a kernel autotuning step first.")
+    autotune: bool | None = Field(
+        default=None, description="The launch runs a kernel autotuning step first."
+    )
     license_notes: list[str] = Field(default_factory=list)
     unknowns: list[str] = Field(default_factory=list, description="What the sources do not say.")
     sources: list[str] = Field(default_factory=list)
@@ -513,7 +627,9 @@ class Recipe(Record):
     @model_validator(mode="after")
     def _bounded(self) -> Recipe:
         if self.gpu_count > MAX_GPUS:
-            raise ValueError(f"the hardware lists {self.gpu_count} GPUs; a recipe runs on at most {MAX_GPUS}")
+            raise ValueError(
+                f"the hardware lists {self.gpu_count} GPUs; a recipe runs on at most {MAX_GPUS}"
+            )
         return self
 
     # convenience views used across stages

@@ -20,7 +20,11 @@ class CardName(BaseModel):
 def parse_card(name: str) -> CardName:
     """'NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition' → model (rtx pro 6000 blackwell), variant (maxq, workstation)."""
     text = name.lower().replace("max-q", "maxq")
-    tokens = [t for t in re.split(r"[\s\-_/]+", text) if t and t not in _NOISE and not re.fullmatch(r"\d+gb", t)]
+    tokens = [
+        t
+        for t in re.split(r"[\s\-_/]+", text)
+        if t and t not in _NOISE and not re.fullmatch(r"\d+gb", t)
+    ]
     variant = tuple(sorted({v for t in tokens for v in _VARIANTS if re.fullmatch(v + r"\d*", t)}))
     model = tuple(t for t in tokens if not any(re.fullmatch(v + r"\d*", t) for v in _VARIANTS))
     return CardName(model=model, variant=variant)
@@ -28,7 +32,14 @@ def parse_card(name: str) -> CardName:
 
 def variant_label(card: CardName) -> str:
     """The variant as a user reads it ('Max-Q', 'Workstation' …), or 'unspecified'."""
-    labels = {"maxq": "Max-Q", "workstation": "Workstation", "server": "Server", "nvl": "NVL", "sxm": "SXM", "pcie": "PCIe"}
+    labels = {
+        "maxq": "Max-Q",
+        "workstation": "Workstation",
+        "server": "Server",
+        "nvl": "NVL",
+        "sxm": "SXM",
+        "pcie": "PCIe",
+    }
     return " ".join(labels[v] for v in card.variant) or "unspecified"
 
 

@@ -14,8 +14,10 @@ DEFAULT_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 def parse_docker_info(text: str) -> Docker:
     """A Docker section from `docker info --format '{{json .}}'` output."""
     info = json.loads(text)
-    errors = [ProbeError(field="available", query="docker info", error=str(msg))
-              for msg in info.get("ServerErrors") or []]
+    errors = [
+        ProbeError(field="available", query="docker info", error=str(msg))
+        for msg in info.get("ServerErrors") or []
+    ]
     return Docker(
         available=not errors and bool(info.get("ServerVersion")),
         server_version=info.get("ServerVersion"),
@@ -50,9 +52,17 @@ def probe_docker() -> Docker:
         try:
             docker = parse_docker_info(result.stdout)
         except json.JSONDecodeError as exc:
-            docker = Docker(errors=[ProbeError(field="available", query="docker info", error=f"not JSON: {exc.msg}")])
+            docker = Docker(
+                errors=[
+                    ProbeError(field="available", query="docker info", error=f"not JSON: {exc.msg}")
+                ]
+            )
     else:
-        docker = Docker(errors=[ProbeError(field="available", query="docker info", error=result.describe_failure())])
+        docker = Docker(
+            errors=[
+                ProbeError(field="available", query="docker info", error=result.describe_failure())
+            ]
+        )
     dirs = docker.cdi_spec_dirs or list(DEFAULT_CDI_DIRS)
     docker.cdi_devices = nvidia_cdi_specs(dirs)
     return docker

@@ -16,10 +16,17 @@ def parse_gpu_ids(text: str) -> list[str]:
     tokens = [t.strip() for t in text.split(",")]
     bad = [t for t in tokens if not GPU_ID.match(t)]
     if bad:
-        raise InputError("E_INPUT", f"--gpus {text!r}: {', '.join(repr(t) for t in bad)} is not a GPU index or UUID",
-                         remedy="Name GPUs by the indices or UUIDs `rigbook rig` (or `nvidia-smi -L`) lists, e.g. --gpus 0,1.")
+        raise InputError(
+            "E_INPUT",
+            f"--gpus {text!r}: {', '.join(repr(t) for t in bad)} is not a GPU index or UUID",
+            remedy="Name GPUs by the indices or UUIDs `rigbook rig` (or `nvidia-smi -L`) lists, e.g. --gpus 0,1.",
+        )
     if len(set(tokens)) != len(tokens):
-        raise InputError("E_INPUT", f"--gpus {text!r}: a GPU is named twice", remedy="Give each GPU once, e.g. --gpus 0,1.")
+        raise InputError(
+            "E_INPUT",
+            f"--gpus {text!r}: a GPU is named twice",
+            remedy="Give each GPU once, e.g. --gpus 0,1.",
+        )
     return tokens
 
 
@@ -29,7 +36,10 @@ def gpu_indices(tokens: list[str], rig: Rig) -> list[int]:
     for token in tokens:
         match = [g.index for g in rig.gpus if str(g.index) == token or g.uuid == token]
         if not match:
-            raise InputError("E_INPUT", f"--gpus: this rig has no GPU {token!r}; it has "
-                             + (", ".join(f"{g.index} ({g.uuid})" for g in rig.gpus) or "none"))
+            raise InputError(
+                "E_INPUT",
+                f"--gpus: this rig has no GPU {token!r}; it has "
+                + (", ".join(f"{g.index} ({g.uuid})" for g in rig.gpus) or "none"),
+            )
         found.append(match[0])
     return found

@@ -69,7 +69,9 @@ def probe_host() -> Host:
         try:
             return read_text(path)
         except OSError as exc:
-            errors.append(ProbeError(field=field, query=f"read {path}", error=exc.strerror or str(exc)))
+            errors.append(
+                ProbeError(field=field, query=f"read {path}", error=exc.strerror or str(exc))
+            )
             return None
 
     os_release = text("os", "/etc/os-release")
@@ -77,9 +79,16 @@ def probe_host() -> Host:
     meminfo = text("ram_total_mib", "/proc/meminfo")
     hint = container_hint()
     return Host(
-        hostname=socket.gethostname(), os=os_name(os_release), kernel=platform.release(), arch=platform.machine(),
-        cpu_model=cpu_model(cpuinfo) if cpuinfo else None, cpu_count=os.cpu_count(),
+        hostname=socket.gethostname(),
+        os=os_name(os_release),
+        kernel=platform.release(),
+        arch=platform.machine(),
+        cpu_model=cpu_model(cpuinfo) if cpuinfo else None,
+        cpu_count=os.cpu_count(),
         ram_total_mib=meminfo_mib(meminfo, "MemTotal") if meminfo else None,
         ram_available_mib=meminfo_mib(meminfo, "MemAvailable") if meminfo else None,
-        python=platform.python_version(), in_container=hint is not None, container_hint=hint, errors=errors,
+        python=platform.python_version(),
+        in_container=hint is not None,
+        container_hint=hint,
+        errors=errors,
     )

@@ -29,14 +29,19 @@ class ProbeError(Doc):
     field: str
     query: str
     error: str
-    nvml_code: int | None = Field(default=None, description="The NVML return code, for NVML queries.")
+    nvml_code: int | None = Field(
+        default=None, description="The NVML return code, for NVML queries."
+    )
 
 
 class Host(Doc):
     """The machine: OS, kernel, CPU, RAM, and whether it runs inside a container."""
 
     hostname: str | None = None
-    os: str | None = Field(default=None, description="e.g. 'Ubuntu 24.04.1 LTS' from /etc/os-release, else platform.system().")
+    os: str | None = Field(
+        default=None,
+        description="e.g. 'Ubuntu 24.04.1 LTS' from /etc/os-release, else platform.system().",
+    )
     kernel: str | None = None
     arch: str | None = None
     cpu_model: str | None = None
@@ -45,7 +50,9 @@ class Host(Doc):
     ram_available_mib: int | None = None
     python: str | None = None
     in_container: bool | None = None
-    container_hint: str | None = Field(default=None, description="What showed the container (/.dockerenv, cgroup …).")
+    container_hint: str | None = Field(
+        default=None, description="What showed the container (/.dockerenv, cgroup …)."
+    )
     errors: list[ProbeError] = Field(default_factory=list)
 
 
@@ -78,15 +85,23 @@ class Gpu(Doc):
     memory_total_mib: int | None = None
     memory_free_mib: int | None = None
     memory_used_mib: int | None = None
-    memory_reserved_mib: int | None = Field(default=None, description="Driver-reserved memory (v2 query only).")
-    memory_query: str | None = Field(default=None, description="'v2' or 'v1': which memory query gave the numbers.")
+    memory_reserved_mib: int | None = Field(
+        default=None, description="Driver-reserved memory (v2 query only)."
+    )
+    memory_query: str | None = Field(
+        default=None, description="'v2' or 'v1': which memory query gave the numbers."
+    )
     power_enforced_limit_w: float | None = None
-    power_limit_w: float | None = Field(default=None, description="The current power management limit.")
+    power_limit_w: float | None = Field(
+        default=None, description="The current power management limit."
+    )
     power_default_limit_w: float | None = None
     power_min_limit_w: float | None = None
     power_max_limit_w: float | None = None
     power_draw_w: float | None = None
-    energy_mj: int | None = Field(default=None, description="Total energy counter since driver load, millijoules.")
+    energy_mj: int | None = Field(
+        default=None, description="Total energy counter since driver load, millijoules."
+    )
     clock_sm_mhz: int | None = None
     clock_mem_mhz: int | None = None
     temperature_c: int | None = None
@@ -117,7 +132,9 @@ class GpuPair(Doc):
     p2p_write: str | None = None
     p2p_nvlink: str | None = None
     p2p_atomics: str | None = None
-    topology: str | None = Field(default=None, description="INTERNAL, SINGLE, MULTIPLE, HOSTBRIDGE, NODE or SYSTEM.")
+    topology: str | None = Field(
+        default=None, description="INTERNAL, SINGLE, MULTIPLE, HOSTBRIDGE, NODE or SYSTEM."
+    )
     errors: list[ProbeError] = Field(default_factory=list)
 
     @property
@@ -130,9 +147,13 @@ class Driver(Doc):
     """The NVIDIA driver: versions and the module parameters that affect peer access."""
 
     driver_version: str | None = None
-    cuda_driver_version: str | None = Field(default=None, description="The CUDA version the driver supports, e.g. '13.0'.")
+    cuda_driver_version: str | None = Field(
+        default=None, description="The CUDA version the driver supports, e.g. '13.0'."
+    )
     nvml_version: str | None = None
-    params: dict[str, str] = Field(default_factory=dict, description="/proc/driver/nvidia/params, name → value.")
+    params: dict[str, str] = Field(
+        default_factory=dict, description="/proc/driver/nvidia/params, name → value."
+    )
     errors: list[ProbeError] = Field(default_factory=list)
 
 
@@ -141,14 +162,18 @@ class AcsControl(Doc):
 
     device: str
     ctl: str
-    redirects: bool = Field(description="ReqRedir+ or CmpltRedir+: peer traffic is sent up to the root complex.")
+    redirects: bool = Field(
+        description="ReqRedir+ or CmpltRedir+: peer traffic is sent up to the root complex."
+    )
 
 
 class Iommu(Doc):
     """IOMMU and ACS hints: what can route or block GPU peer traffic."""
 
     cmdline: str | None = None
-    iommu_groups: int | None = Field(default=None, description="Entries in /sys/kernel/iommu_groups (0: no IOMMU).")
+    iommu_groups: int | None = Field(
+        default=None, description="Entries in /sys/kernel/iommu_groups (0: no IOMMU)."
+    )
     acs: list[AcsControl] = Field(default_factory=list)
     errors: list[ProbeError] = Field(default_factory=list)
 
@@ -161,7 +186,9 @@ class Docker(Doc):
     runtimes: list[str] = Field(default_factory=list)
     default_runtime: str | None = None
     cdi_spec_dirs: list[str] = Field(default_factory=list)
-    cdi_devices: list[str] = Field(default_factory=list, description="CDI spec files that name nvidia.com/gpu devices.")
+    cdi_devices: list[str] = Field(
+        default_factory=list, description="CDI spec files that name nvidia.com/gpu devices."
+    )
     errors: list[ProbeError] = Field(default_factory=list)
 
     @property
@@ -201,7 +228,9 @@ class P2PCopy(Doc):
     verified: bool = Field(description="The bytes copied both ways came back equal.")
     gbps_a_to_b: float | None = None
     gbps_b_to_a: float | None = None
-    peer_access: bool | None = Field(default=None, description="The CUDA runtime reports peer access.")
+    peer_access: bool | None = Field(
+        default=None, description="The CUDA runtime reports peer access."
+    )
     error: str | None = None
 
 
@@ -251,8 +280,11 @@ class Rig(Doc):
     models_disk: Disk | None = None
     p2p_test: P2PTest | None = None
     errors: list[ProbeError] = Field(default_factory=list)
-    live: bool = Field(default=False, exclude=True,
-                       description="Read from this machine just now (not loaded from a file): port and tool checks may look again.")
+    live: bool = Field(
+        default=False,
+        exclude=True,
+        description="Read from this machine just now (not loaded from a file): port and tool checks may look again.",
+    )
 
     def gpu(self, index: int) -> Gpu | None:
         """The GPU with NVML index ``index``."""
@@ -270,11 +302,20 @@ class Rig(Doc):
     def summary(self) -> RigSummary:
         """The facts a bench result embeds: host, CPU, driver, and each GPU's enforced power limit."""
         return RigSummary(
-            hostname=self.host.hostname, os=self.host.os, cpu=self.host.cpu_model,
+            hostname=self.host.hostname,
+            os=self.host.os,
+            cpu=self.host.cpu_model,
             driver_version=self.driver.driver_version if self.driver else None,
             cuda_driver_version=self.driver.cuda_driver_version if self.driver else None,
-            gpus=[GpuSummary(index=g.index, name=g.name, uuid=g.uuid, power_enforced_limit_w=g.power_enforced_limit_w)
-                  for g in self.gpus],
+            gpus=[
+                GpuSummary(
+                    index=g.index,
+                    name=g.name,
+                    uuid=g.uuid,
+                    power_enforced_limit_w=g.power_enforced_limit_w,
+                )
+                for g in self.gpus
+            ],
         )
 
 
@@ -288,12 +329,19 @@ def load_rig(path: Path | str) -> Rig:
     try:
         return Rig.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
-        raise InputError("E_INPUT", f"{path} is not JSON: {exc.msg} at line {exc.lineno}",
-                         "Give a file written by `rigbook rig --save FILE`.") from exc
+        raise InputError(
+            "E_INPUT",
+            f"{path} is not JSON: {exc.msg} at line {exc.lineno}",
+            "Give a file written by `rigbook rig --save FILE`.",
+        ) from exc
     except ValidationError as exc:
         details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise InputError("E_INPUT", f"{path} is not a Rig document ({len(details)} problems)",
-                         "Give a file written by `rigbook rig --save FILE`.", details=details) from exc
+        raise InputError(
+            "E_INPUT",
+            f"{path} is not a Rig document ({len(details)} problems)",
+            "Give a file written by `rigbook rig --save FILE`.",
+            details=details,
+        ) from exc
 
 
 def save_rig(rig: Rig, path: Path | str) -> Path:

@@ -16,10 +16,21 @@ from rigbook.rig.model import Driver, Gpu, GpuPair, GpuProcess, NvLink, ProbeErr
 
 _MIB = 1024 * 1024
 _TOPOLOGY_NAMES = ("INTERNAL", "SINGLE", "MULTIPLE", "HOSTBRIDGE", "NODE", "SYSTEM")
-_P2P_STATUS_NAMES = ("OK", "CHIPSET_NOT_SUPPORTED", "GPU_NOT_SUPPORTED", "IOH_TOPOLOGY_NOT_SUPPORTED",
-                     "DISABLED_BY_REGKEY", "NOT_SUPPORTED", "UNKNOWN")
-_P2P_CAPS = (("p2p_read", "NVML_P2P_CAPS_INDEX_READ"), ("p2p_write", "NVML_P2P_CAPS_INDEX_WRITE"),
-             ("p2p_nvlink", "NVML_P2P_CAPS_INDEX_NVLINK"), ("p2p_atomics", "NVML_P2P_CAPS_INDEX_ATOMICS"))
+_P2P_STATUS_NAMES = (
+    "OK",
+    "CHIPSET_NOT_SUPPORTED",
+    "GPU_NOT_SUPPORTED",
+    "IOH_TOPOLOGY_NOT_SUPPORTED",
+    "DISABLED_BY_REGKEY",
+    "NOT_SUPPORTED",
+    "UNKNOWN",
+)
+_P2P_CAPS = (
+    ("p2p_read", "NVML_P2P_CAPS_INDEX_READ"),
+    ("p2p_write", "NVML_P2P_CAPS_INDEX_WRITE"),
+    ("p2p_nvlink", "NVML_P2P_CAPS_INDEX_NVLINK"),
+    ("p2p_atomics", "NVML_P2P_CAPS_INDEX_ATOMICS"),
+)
 
 
 class NvmlReading(BaseModel):
@@ -38,13 +49,21 @@ class _Querier:
     def __init__(self, nv: Any):
         self.nv = nv
 
-    def __call__(self, errors: list[ProbeError], field: str, query: str, *args: Any, **kwargs: Any) -> Any:
+    def __call__(
+        self, errors: list[ProbeError], field: str, query: str, *args: Any, **kwargs: Any
+    ) -> Any:
         try:
             return getattr(self.nv, query)(*args, **kwargs)
         except self.nv.NVMLError as exc:
-            errors.append(ProbeError(field=field, query=query, error=str(exc), nvml_code=getattr(exc, "value", None)))
+            errors.append(
+                ProbeError(
+                    field=field, query=query, error=str(exc), nvml_code=getattr(exc, "value", None)
+                )
+            )
         except Exception as exc:  # noqa: BLE001 - a binding bug must not lose the rest of the probe
-            errors.append(ProbeError(field=field, query=query, error=f"{type(exc).__name__}: {exc}"))
+            errors.append(
+                ProbeError(field=field, query=query, error=f"{type(exc).__name__}: {exc}")
+            )
         return None
 
 
@@ -73,7 +92,9 @@ def _name_of(table: tuple[str, ...], step: int, value: Any) -> str | None:
     if value is None:
         return None
     index = int(value) // step
-    return table[index] if 0 <= index < len(table) and int(value) % step == 0 else f"UNKNOWN({value})"
+    return (
+        table[index] if 0 <= index < len(table) and int(value) % step == 0 else f"UNKNOWN({value})"
+    )
 
 
 def read_nvml(nv: Any) -> NvmlReading:
@@ -83,9 +104,18 @@ def read_nvml(nv: Any) -> NvmlReading:
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        errors.append(ProbeError(field="driver", query="nvmlInit", error=str(exc), nvml_code=getattr(exc, "value", None)))
-        return NvmlReading(reason=f"NVML did not start ({exc}): no NVIDIA driver is loaded or no GPU is visible",
-                           errors=errors)
+        errors.append(
+            ProbeError(
+                field="driver",
+                query="nvmlInit",
+                error=str(exc),
+                nvml_code=getattr(exc, "value", None),
+            )
+        )
+        return NvmlReading(
+            reason=f"NVML did not start ({exc}): no NVIDIA driver is loaded or no GPU is visible",
+            errors=errors,
+        )
     try:
         driver = _read_driver(q)
         count = q(errors, "gpus", "nvmlDeviceGetCount")
@@ -96,8 +126,12 @@ def read_nvml(nv: Any) -> NvmlReading:
             gpus.append(gpu)
             if handle is not None:
                 handles[index] = handle
-        pairs = [_read_pair(q, a, b, handles[a], handles[b])
-                 for a in sorted(handles) for b in sorted(handles) if a < b]
+        pairs = [
+            _read_pair(q, a, b, handles[a], handles[b])
+            for a in sorted(handles)
+            for b in sorted(handles)
+            if a < b
+        ]
         reason = None
         if count == 0:
             reason = "the NVIDIA driver is loaded but reports no GPU"
@@ -131,25 +165,44 @@ def _read_gpu(q: _Querier, index: int) -> tuple[Gpu, Any]:
         index=index,
         name=_text(q(errors, "name", "nvmlDeviceGetName", handle)),
         uuid=_text(q(errors, "uuid", "nvmlDeviceGetUUID", handle)),
-        pcie_gen_current=q(errors, "pcie_gen_current", "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+        pcie_gen_current=q(
+            errors, "pcie_gen_current", "nvmlDeviceGetCurrPcieLinkGeneration", handle
+        ),
         pcie_gen_max=q(errors, "pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration", handle),
-        pcie_width_current=q(errors, "pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth", handle),
+        pcie_width_current=q(
+            errors, "pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth", handle
+        ),
         pcie_width_max=q(errors, "pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth", handle),
-        power_enforced_limit_w=_watts(q(errors, "power_enforced_limit_w", "nvmlDeviceGetEnforcedPowerLimit", handle)),
-        power_limit_w=_watts(q(errors, "power_limit_w", "nvmlDeviceGetPowerManagementLimit", handle)),
-        power_default_limit_w=_watts(q(errors, "power_default_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit", handle)),
+        power_enforced_limit_w=_watts(
+            q(errors, "power_enforced_limit_w", "nvmlDeviceGetEnforcedPowerLimit", handle)
+        ),
+        power_limit_w=_watts(
+            q(errors, "power_limit_w", "nvmlDeviceGetPowerManagementLimit", handle)
+        ),
+        power_default_limit_w=_watts(
+            q(errors, "power_default_limit_w", "nvmlDeviceGetPowerManagementDefaultLimit", handle)
+        ),
         power_draw_w=_watts(q(errors, "power_draw_w", "nvmlDeviceGetPowerUsage", handle)),
         energy_mj=q(errors, "energy_mj", "nvmlDeviceGetTotalEnergyConsumption", handle),
         clock_sm_mhz=q(errors, "clock_sm_mhz", "nvmlDeviceGetClockInfo", handle, nv.NVML_CLOCK_SM),
-        clock_mem_mhz=q(errors, "clock_mem_mhz", "nvmlDeviceGetClockInfo", handle, nv.NVML_CLOCK_MEM),
-        temperature_c=q(errors, "temperature_c", "nvmlDeviceGetTemperature", handle, nv.NVML_TEMPERATURE_GPU),
+        clock_mem_mhz=q(
+            errors, "clock_mem_mhz", "nvmlDeviceGetClockInfo", handle, nv.NVML_CLOCK_MEM
+        ),
+        temperature_c=q(
+            errors, "temperature_c", "nvmlDeviceGetTemperature", handle, nv.NVML_TEMPERATURE_GPU
+        ),
     )
     pci = q(errors, "pci_bus_id", "nvmlDeviceGetPciInfo", handle)
     gpu.pci_bus_id = _text(pci.busId) if pci is not None else None
     _read_memory(q, handle, gpu, errors)
-    constraints = q(errors, "power_min_limit_w", "nvmlDeviceGetPowerManagementLimitConstraints", handle)
+    constraints = q(
+        errors, "power_min_limit_w", "nvmlDeviceGetPowerManagementLimitConstraints", handle
+    )
     if constraints is not None:
-        gpu.power_min_limit_w, gpu.power_max_limit_w = _watts(constraints[0]), _watts(constraints[1])
+        gpu.power_min_limit_w, gpu.power_max_limit_w = (
+            _watts(constraints[0]),
+            _watts(constraints[1]),
+        )
     util = q(errors, "utilization_gpu_pct", "nvmlDeviceGetUtilizationRates", handle)
     if util is not None:
         gpu.utilization_gpu_pct, gpu.utilization_mem_pct = util.gpu, util.memory
@@ -173,7 +226,11 @@ def _read_memory(q: _Querier, handle: Any, gpu: Gpu, errors: list[ProbeError]) -
     """The v2 memory query (it splits out driver-reserved memory); v1 where the driver lacks it."""
     nv = q.nv
     version = getattr(nv, "nvmlMemory_v2", None)
-    memory = q(errors, "memory_v2", "nvmlDeviceGetMemoryInfo", handle, version=version) if version else None
+    memory = (
+        q(errors, "memory_v2", "nvmlDeviceGetMemoryInfo", handle, version=version)
+        if version
+        else None
+    )
     gpu.memory_query = "v2" if memory is not None else None
     if memory is None:
         memory = q(errors, "memory_total_mib", "nvmlDeviceGetMemoryInfo", handle)
@@ -214,7 +271,9 @@ def _read_pair(q: _Querier, a: int, b: int, ha: Any, hb: Any) -> GpuPair:
     for field, constant in _P2P_CAPS:
         status = q(errors, field, "nvmlDeviceGetP2PStatus", ha, hb, getattr(q.nv, constant))
         setattr(pair, field, _name_of(_P2P_STATUS_NAMES, 1, status))
-    pair.topology = _name_of(_TOPOLOGY_NAMES, 10, q(errors, "topology", "nvmlDeviceGetTopologyCommonAncestor", ha, hb))
+    pair.topology = _name_of(
+        _TOPOLOGY_NAMES, 10, q(errors, "topology", "nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+    )
     pair.errors = errors
     return pair
 
@@ -224,6 +283,8 @@ def probe_nvml() -> NvmlReading:
     try:
         import pynvml as nv
     except ImportError as exc:
-        return NvmlReading(reason=f"nvidia-ml-py (pynvml) is not installed: {exc}",
-                           errors=[ProbeError(field="driver", query="import pynvml", error=str(exc))])
+        return NvmlReading(
+            reason=f"nvidia-ml-py (pynvml) is not installed: {exc}",
+            errors=[ProbeError(field="driver", query="import pynvml", error=str(exc))],
+        )
     return read_nvml(nv)

@@ -23,15 +23,25 @@ def run_p2p_test(pairs: list[tuple[int, int]], size_mib: int = 256, repeats: int
         torch = None
     if torch is not None:
         if not torch.cuda.is_available():
-            return P2PTest(backend="torch", size_mib=size_mib, skipped=f"PyTorch {torch.__version__} sees no CUDA device")
-        return P2PTest(backend="torch", size_mib=size_mib,
-                       pairs=[_guarded(_torch_pair, torch, a, b, size_mib, repeats) for a, b in pairs])
+            return P2PTest(
+                backend="torch",
+                size_mib=size_mib,
+                skipped=f"PyTorch {torch.__version__} sees no CUDA device",
+            )
+        return P2PTest(
+            backend="torch",
+            size_mib=size_mib,
+            pairs=[_guarded(_torch_pair, torch, a, b, size_mib, repeats) for a, b in pairs],
+        )
     try:
         import cupy
     except ImportError:
         return P2PTest(size_mib=size_mib, skipped="neither PyTorch nor CuPy is importable")
-    return P2PTest(backend="cupy", size_mib=size_mib,
-                   pairs=[_guarded(_cupy_pair, cupy, a, b, size_mib, repeats) for a, b in pairs])
+    return P2PTest(
+        backend="cupy",
+        size_mib=size_mib,
+        pairs=[_guarded(_cupy_pair, cupy, a, b, size_mib, repeats) for a, b in pairs],
+    )
 
 
 def _guarded(fn: Any, lib: Any, a: int, b: int, size_mib: int, repeats: int) -> P2PCopy:
@@ -62,8 +72,14 @@ def _torch_pair(torch: Any, a: int, b: int, size_mib: int, repeats: int) -> P2PC
 
     there, t_ab = timed(src, b)
     back, t_ba = timed(there, a)
-    return P2PCopy(a=a, b=b, verified=bool(torch.equal(back, src)), peer_access=torch.cuda.can_device_access_peer(a, b),
-                   gbps_a_to_b=_gbps(n * 4, repeats, t_ab), gbps_b_to_a=_gbps(n * 4, repeats, t_ba))
+    return P2PCopy(
+        a=a,
+        b=b,
+        verified=bool(torch.equal(back, src)),
+        peer_access=torch.cuda.can_device_access_peer(a, b),
+        gbps_a_to_b=_gbps(n * 4, repeats, t_ab),
+        gbps_b_to_a=_gbps(n * 4, repeats, t_ba),
+    )
 
 
 def _cupy_pair(cupy: Any, a: int, b: int, size_mib: int, repeats: int) -> P2PCopy:
@@ -76,7 +92,9 @@ def _cupy_pair(cupy: Any, a: int, b: int, size_mib: int, repeats: int) -> P2PCop
         there = cupy.empty_like(src)
 
     def timed(dst: Any, dst_dev: int, x: Any, x_dev: int) -> float:
-        rt.memcpyPeer(dst.data.ptr, dst_dev, x.data.ptr, x_dev, n_bytes)  # warm-up, and the copy that is verified
+        rt.memcpyPeer(
+            dst.data.ptr, dst_dev, x.data.ptr, x_dev, n_bytes
+        )  # warm-up, and the copy that is verified
         cupy.cuda.Device(x_dev).synchronize()
         cupy.cuda.Device(dst_dev).synchronize()
         start = time.perf_counter()
@@ -90,5 +108,11 @@ def _cupy_pair(cupy: Any, a: int, b: int, size_mib: int, repeats: int) -> P2PCop
     t_ba = timed(back, a, there, b)
     with cupy.cuda.Device(a):
         verified = bool(cupy.array_equal(back, src))
-    return P2PCopy(a=a, b=b, verified=verified, peer_access=bool(rt.deviceCanAccessPeer(a, b)),
-                   gbps_a_to_b=_gbps(n_bytes, repeats, t_ab), gbps_b_to_a=_gbps(n_bytes, repeats, t_ba))
+    return P2PCopy(
+        a=a,
+        b=b,
+        verified=verified,
+        peer_access=bool(rt.deviceCanAccessPeer(a, b)),
+        gbps_a_to_b=_gbps(n_bytes, repeats, t_ab),
+        gbps_b_to_a=_gbps(n_bytes, repeats, t_ba),
+    )

@@ -22,9 +22,16 @@ NVML_TIMEOUT_S = 60.0
 
 def rig_from_nvml(reading: NvmlReading, **sections: Any) -> Rig:
     """A Rig from an NVML reading plus the host sections (``host=``, ``docker=`` …), stamped now."""
-    return Rig(taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), source="probe",
-               driver=reading.driver, gpus=reading.gpus, pairs=reading.pairs, reason=reading.reason,
-               errors=list(reading.errors), **sections)
+    return Rig(
+        taken_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        source="probe",
+        driver=reading.driver,
+        gpus=reading.gpus,
+        pairs=reading.pairs,
+        reason=reading.reason,
+        errors=list(reading.errors),
+        **sections,
+    )
 
 
 def probe_rig(models_dir: Path | None = None) -> Rig:
@@ -41,10 +48,18 @@ def probe_rig(models_dir: Path | None = None) -> Rig:
         try:
             reading = nvml.result(timeout=NVML_TIMEOUT_S)
         except FutureTimeout:
-            reading = NvmlReading(reason=f"NVML did not answer within {NVML_TIMEOUT_S:g} s (a GPU may be wedged)",
-                                  errors=[ProbeError(field="gpus", query="nvml", error="timeout")])
-        rig = rig_from_nvml(reading, host=host, docker=docker.result(), iommu=iommu.result(),
-                            tools=tools.result(), models_disk=disk)
+            reading = NvmlReading(
+                reason=f"NVML did not answer within {NVML_TIMEOUT_S:g} s (a GPU may be wedged)",
+                errors=[ProbeError(field="gpus", query="nvml", error="timeout")],
+            )
+        rig = rig_from_nvml(
+            reading,
+            host=host,
+            docker=docker.result(),
+            iommu=iommu.result(),
+            tools=tools.result(),
+            models_disk=disk,
+        )
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     if rig.driver is not None:

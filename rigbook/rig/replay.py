@@ -146,7 +146,9 @@ class NvmlReplay:
         return self._dev(h, "total_energy_mj")
 
     def nvmlDeviceGetClockInfo(self, h: int, clock: int) -> int:
-        key = {pynvml.NVML_CLOCK_SM: "clock_sm_mhz", pynvml.NVML_CLOCK_MEM: "clock_mem_mhz"}.get(clock)
+        key = {pynvml.NVML_CLOCK_SM: "clock_sm_mhz", pynvml.NVML_CLOCK_MEM: "clock_mem_mhz"}.get(
+            clock
+        )
         if key is None:
             raise NotRecorded(f"clock {clock}")
         return self._dev(h, key)
@@ -170,8 +172,10 @@ class NvmlReplay:
         return tuple(self._dev(h, "cuda_compute_capability"))
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[SimpleNamespace]:
-        return [SimpleNamespace(pid=p["pid"], usedGpuMemory=p.get("usedGpuMemory"))
-                for p in self._dev(h, "compute_processes")]
+        return [
+            SimpleNamespace(pid=p["pid"], usedGpuMemory=p.get("usedGpuMemory"))
+            for p in self._dev(h, "compute_processes")
+        ]
 
     def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
         links = self._dev(h, "nvlink")
@@ -191,8 +195,12 @@ class NvmlReplay:
         raise NotRecorded(f"p2p[{lo},{hi}]")
 
     def nvmlDeviceGetP2PStatus(self, ha: int, hb: int, index: int) -> int:
-        key = {pynvml.NVML_P2P_CAPS_INDEX_READ: "read", pynvml.NVML_P2P_CAPS_INDEX_WRITE: "write",
-               pynvml.NVML_P2P_CAPS_INDEX_NVLINK: "nvlink", pynvml.NVML_P2P_CAPS_INDEX_ATOMICS: "atomics"}[index]
+        key = {
+            pynvml.NVML_P2P_CAPS_INDEX_READ: "read",
+            pynvml.NVML_P2P_CAPS_INDEX_WRITE: "write",
+            pynvml.NVML_P2P_CAPS_INDEX_NVLINK: "nvlink",
+            pynvml.NVML_P2P_CAPS_INDEX_ATOMICS: "atomics",
+        }[index]
         return self._pair(ha, hb, key)
 
     def nvmlDeviceGetTopologyCommonAncestor(self, ha: int, hb: int) -> int:

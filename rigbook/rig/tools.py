@@ -8,7 +8,19 @@ from concurrent.futures import ThreadPoolExecutor
 from rigbook.rig.model import HostTool
 from rigbook.rig.run import run_cmd
 
-DEFAULT_TOOLS = ("bash", "python3", "git", "patch", "curl", "gzip", "flock", "docker", "nvidia-smi", "nvidia-ctk", "lspci")
+DEFAULT_TOOLS = (
+    "bash",
+    "python3",
+    "git",
+    "patch",
+    "curl",
+    "gzip",
+    "flock",
+    "docker",
+    "nvidia-smi",
+    "nvidia-ctk",
+    "lspci",
+)
 
 
 def probe_tool(name: str) -> HostTool:
@@ -20,7 +32,9 @@ def probe_tool(name: str) -> HostTool:
     lines = (result.stdout or result.stderr).strip().splitlines()
     if result.error:
         return HostTool(name=name, path=path, error=result.error)
-    return HostTool(name=name, path=path, version=next((ln.strip() for ln in lines if ln.strip()), None))
+    return HostTool(
+        name=name, path=path, version=next((ln.strip() for ln in lines if ln.strip()), None)
+    )
 
 
 def probe_tools(names: tuple[str, ...] | list[str] = DEFAULT_TOOLS) -> list[HostTool]:

@@ -8,7 +8,9 @@ from rigbook.bench.measure import MeasureRequest, measure
 from rigbook.bench.result import BenchResult
 
 
-def bench(url: str, out: Path, *, model: str = "synthetic", profile: str = "seed", **kw) -> BenchResult:
+def bench(
+    url: str, out: Path, *, model: str = "synthetic", profile: str = "seed", **kw
+) -> BenchResult:
     """A bench through the library entry point, telemetry off (no GPU here)."""
     kw.setdefault("warmup", 0)
     request = MeasureRequest(url=url, model=model, profile=profile, out=out, telemetry=False, **kw)
@@ -30,8 +32,11 @@ def start_synthetic(*args: str):
     from tests.conftest import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

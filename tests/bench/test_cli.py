@@ -28,14 +28,31 @@ def url():
 
 
 def rigbook(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=240, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=240, **kw
+    )
 
 
 def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
     httpx.post(url + "/_reset")
     out = tmp_path / "r.json"
-    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1,4", "--max-tokens", "400", "--requests", "4",
-                "--warmup", "0", "--out", str(out), "--json")
+    p = rigbook(
+        "bench",
+        url,
+        "--model",
+        "synthetic",
+        "--concurrency",
+        "1,4",
+        "--max-tokens",
+        "400",
+        "--requests",
+        "4",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
     assert summary["result"] == str(out) and Path(summary["journal"]).is_file()
@@ -43,13 +60,20 @@ def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
     served = httpx.get(url + "/_record").json()["requests"]
     for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
-        for c, s in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in own), strict=True):
+        for c, s in zip(
+            sorted(r.decode_tok_s for r in cell.requests),
+            sorted(r["decode_tok_s"] for r in own),
+            strict=True,
+        ):
             assert within(c, s, 0.01)
-        agg = sum(r["tokens"] for r in own) / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
+        agg = sum(r["tokens"] for r in own) / (
+            max(r["last_send"] for r in own) - min(r["arrival"] for r in own)
+        )
         assert within(cell.metrics.aggregate_tok_s, agg, 0.01)
     # A cell the client may have distorted (a loaded machine stalls it) is flagged, not published.
-    assert [pp.concurrency for pp in result.perf_points] == [c.concurrency for c in result.cells
-                                                            if not c.client_bound]
+    assert [pp.concurrency for pp in result.perf_points] == [
+        c.concurrency for c in result.cells if not c.client_bound
+    ]
     assert result.conditions.rig is not None and result.conditions.profile.name == "seed"
     assert not result.telemetry.available and result.telemetry.reason
 
@@ -57,9 +81,27 @@ def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
 @pytest.mark.parametrize("model", ["synthetic-error", "synthetic-early-eos", "synthetic-stall"])
 def test_failed_requests_exit_2_with_bench_invalid(url, tmp_path, model):
     out = tmp_path / "r.json"
-    p = rigbook("bench", url, "--model", model, "--concurrency", "1", "--requests", "3", "--max-tokens", "30",
-                "--warmup", "0", "--stall-timeout", "0.5", "--out", str(out))
-    assert p.returncode == 2 and "error[E_BENCH_INVALID]" in p.stderr and "Traceback" not in p.stderr
+    p = rigbook(
+        "bench",
+        url,
+        "--model",
+        model,
+        "--concurrency",
+        "1",
+        "--requests",
+        "3",
+        "--max-tokens",
+        "30",
+        "--warmup",
+        "0",
+        "--stall-timeout",
+        "0.5",
+        "--out",
+        str(out),
+    )
+    assert (
+        p.returncode == 2 and "error[E_BENCH_INVALID]" in p.stderr and "Traceback" not in p.stderr
+    )
     assert load_result(out).cells[0].valid is False
 
 
@@ -76,12 +118,27 @@ def test_bad_input_is_a_coded_error(url, tmp_path):
     p = rigbook("bench", "notaurl", "--json")
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT"
     p = rigbook("bench", url, "--model", "synthetic", "--out", "/proc/no/r.json", "--json")
-    assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_FILE" and "Traceback" not in p.stderr
+    assert (
+        p.returncode == 2
+        and json.loads(p.stdout)["error"]["code"] == "E_FILE"
+        and "Traceback" not in p.stderr
+    )
 
 
 def test_a_base_url_with_v1_works(url, tmp_path):
     out = tmp_path / "r.json"
-    p = rigbook("bench", url + "/v1/", "--model", "synthetic", "--profile", "quick", "--concurrency", "1", "--out", str(out))
+    p = rigbook(
+        "bench",
+        url + "/v1/",
+        "--model",
+        "synthetic",
+        "--profile",
+        "quick",
+        "--concurrency",
+        "1",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     assert load_result(out).conditions.url == url
 
@@ -95,8 +152,22 @@ def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeyp
 
     monkeypatch.setattr(rigbook.endpoint.local, "is_local", lambda u: False)
     out = tmp_path / "r.json"
-    done = CliRunner().invoke(app, ["bench", url, "--model", "synthetic", "--profile", "quick", "--concurrency", "1",
-                                    "--out", str(out), "--json"])
+    done = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            url,
+            "--model",
+            "synthetic",
+            "--profile",
+            "quick",
+            "--concurrency",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert done.exit_code == 0, done.output
     result = load_result(out)
     assert result.conditions.rig is None and "another host" in result.conditions.rig_unavailable
@@ -104,9 +175,30 @@ def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeyp
 
 
 def _start_long_bench(url: str, out: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "bench", url, "--model", "synthetic", "--concurrency", "1",
-                             "--requests", "200", "--max-tokens", "40", "--warmup", "0", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "bench",
+            url,
+            "--model",
+            "synthetic",
+            "--concurrency",
+            "1",
+            "--requests",
+            "200",
+            "--max-tokens",
+            "40",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     journal = out.with_name(out.stem + ".journal.jsonl")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -142,14 +234,31 @@ def test_sigkill_leaves_a_journal_that_rebuilds(url, tmp_path):
     p = rigbook("report", str(journal), "--out", str(tmp_path / "rep"), "--json")
     assert p.returncode == 0, p.stderr
     value = json.loads(p.stdout)
-    assert Path(value["rebuilt_result"]).is_file() and load_result(value["rebuilt_result"]).conditions.cut_short
+    assert (
+        Path(value["rebuilt_result"]).is_file()
+        and load_result(value["rebuilt_result"]).conditions.cut_short
+    )
     assert all(Path(x).stat().st_size > 1000 for x in value["plots"])
 
 
 def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
     out = tmp_path / "r.json"
-    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1,2", "--requests", "2", "--max-tokens", "30",
-                "--warmup", "1", "--out", str(out))
+    p = rigbook(
+        "bench",
+        url,
+        "--model",
+        "synthetic",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "2",
+        "--max-tokens",
+        "30",
+        "--warmup",
+        "1",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().endswith(str(out))
     for fmt in ("md", "html"):
@@ -162,8 +271,25 @@ def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
 
 
 def test_default_out_is_under_rigbook_home(url, rigbook_home):
-    p = rigbook("bench", url, "--model", "synthetic", "--concurrency", "1", "--requests", "1", "--max-tokens", "10",
-                "--warmup", "0", env={**os.environ, "RIGBOOK_HOME": str(rigbook_home)})
+    p = rigbook(
+        "bench",
+        url,
+        "--model",
+        "synthetic",
+        "--concurrency",
+        "1",
+        "--requests",
+        "1",
+        "--max-tokens",
+        "10",
+        "--warmup",
+        "0",
+        env={**os.environ, "RIGBOOK_HOME": str(rigbook_home)},
+    )
     assert p.returncode == 0, p.stderr
     path = Path(p.stdout.strip().splitlines()[-1])
-    assert path.parent == rigbook_home / "results" and path.name.startswith("bench-") and path.is_file()
+    assert (
+        path.parent == rigbook_home / "results"
+        and path.name.startswith("bench-")
+        and path.is_file()
+    )

@@ -11,13 +11,17 @@ from rigbook.bench.result import load_result
 
 
 def rigbook(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
     url, model_id = llama_server
     out = tmp_path / "llama.json"
-    p = rigbook("bench", url, "--profile", "quick", "--concurrency", "1", "--out", str(out), "--json")
+    p = rigbook(
+        "bench", url, "--profile", "quick", "--concurrency", "1", "--out", str(out), "--json"
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     result = load_result(out)
     assert result.conditions.model == model_id
@@ -34,7 +38,9 @@ def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
     rep = rigbook("report", str(out), "--out", str(tmp_path / "rep"), "--json")
     assert rep.returncode == 0, rep.stderr
     value = json.loads(rep.stdout)
-    assert Path(value["report"]).is_file() and all(Path(x).stat().st_size > 1000 for x in value["plots"])
+    assert Path(value["report"]).is_file() and all(
+        Path(x).stat().st_size > 1000 for x in value["plots"]
+    )
 
 
 def test_concurrency_the_server_cannot_hold_is_caught(llama_server, tmp_path):
@@ -42,7 +48,19 @@ def test_concurrency_the_server_cannot_hold_is_caught(llama_server, tmp_path):
     a running stream when a second request arrives: an empty or short stream, caught and invalid."""
     url, _ = llama_server
     out = tmp_path / "llama2.json"
-    p = rigbook("bench", url, "--profile", "quick", "--concurrency", "2", "--warmup", "0", "--out", str(out), "--json")
+    p = rigbook(
+        "bench",
+        url,
+        "--profile",
+        "quick",
+        "--concurrency",
+        "2",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    )
     summary = json.loads(p.stdout)  # one JSON document, the error inside it
     result = load_result(out)
     assert p.returncode == 2 and summary["error"]["code"] == "E_BENCH_INVALID"

@@ -19,7 +19,13 @@ def test_every_profile_is_pinned_to_its_hash():
 
 def test_seed_profile_is_the_guides_conditions():
     p = get_profile("seed")
-    assert (p.temperature, p.top_p, p.thinking, p.max_tokens, p.hold_length) == (0.0, 1.0, False, 400, True)
+    assert (p.temperature, p.top_p, p.thinking, p.max_tokens, p.hold_length) == (
+        0.0,
+        1.0,
+        False,
+        400,
+        True,
+    )
     assert p.concurrency == (1, 4) and p.workload == "prose" and len(p.prompts()) >= 4
 
 
@@ -38,8 +44,17 @@ def test_only_values_that_differ_from_the_profile_are_overrides(tmp_path):
     from rigbook.bench.runner import BenchSpec, profile_ref
 
     seed = get_profile("seed")
-    same = profile_ref(BenchSpec(url="http://x", profile=seed, concurrency=list(seed.concurrency),
-                                 max_tokens=seed.max_tokens, out=tmp_path / "r.json"))
+    same = profile_ref(
+        BenchSpec(
+            url="http://x",
+            profile=seed,
+            concurrency=list(seed.concurrency),
+            max_tokens=seed.max_tokens,
+            out=tmp_path / "r.json",
+        )
+    )
     assert same.overrides == {}
-    changed = profile_ref(BenchSpec(url="http://x", profile=seed, concurrency=[1, 4, 8], out=tmp_path / "r.json"))
+    changed = profile_ref(
+        BenchSpec(url="http://x", profile=seed, concurrency=[1, 4, 8], out=tmp_path / "r.json")
+    )
     assert changed.overrides == {"concurrency": [1, 4, 8]}

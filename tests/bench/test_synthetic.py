@@ -14,7 +14,9 @@ from tests.bench.helpers import bench, start_synthetic, within
 
 @pytest.fixture(scope="module")
 def server_proc():
-    proc, url = start_synthetic("--rate", "400", "--falloff", "0.25", "--tokens-per-chunk", "3", "--stall-s", "2")
+    proc, url = start_synthetic(
+        "--rate", "400", "--falloff", "0.25", "--tokens-per-chunk", "3", "--stall-s", "2"
+    )
     yield url
     proc.terminate()
     proc.wait(10)
@@ -45,17 +47,24 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
         server_rates = sorted(r["decode_tok_s"] for r in own)
         for c, sv in zip(client_rates, server_rates, strict=True):
             assert within(c, sv, 0.01), (c, sv)
-        assert within(cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01)
+        assert within(
+            cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01
+        )
         tokens = sum(r["tokens"] for r in own)
         server_agg = tokens / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
-        assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (cell.metrics.aggregate_tok_s, server_agg)
+        assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (
+            cell.metrics.aggregate_tok_s,
+            server_agg,
+        )
         # The client's TTFT holds the server's plus the loopback trip: never less, under 5 ms more.
         gap = cell.metrics.ttft_ms.p50 - 1000 * statistics.median(r["ttft_s"] for r in own)
         assert 0.0 < gap < 5.0, gap
         assert all(r.output_tokens == 160 and r.first_chunk_tokens == 3 for r in cell.requests)
     one, four = result.cells
     # The server slows each request as concurrency rises; the aggregate still grows.
-    assert four.metrics.per_request_decode_tok_s.p50 < 0.6 * one.metrics.per_request_decode_tok_s.p50
+    assert (
+        four.metrics.per_request_decode_tok_s.p50 < 0.6 * one.metrics.per_request_decode_tok_s.p50
+    )
     assert four.metrics.aggregate_tok_s > 1.5 * one.metrics.aggregate_tok_s
     assert four.metrics.concurrency_reached == 4
     # Perf points: decode_tok_s is the aggregate, per-request median beside it, conditions filled.
@@ -63,32 +72,51 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
     # here the same way to check the shape.
     from rigbook.bench.assemble import perf_point
 
-    assert [p.concurrency for p in result.perf_points] == [c.concurrency for c in result.cells
-                                                          if not c.client_bound]
+    assert [p.concurrency for p in result.perf_points] == [
+        c.concurrency for c in result.cells if not c.client_bound
+    ]
     _p1, p4 = (perf_point(c, result.conditions, {}) for c in result.cells)
     assert p4.concurrency == 4 and p4.decode_tok_s == four.metrics.aggregate_tok_s
     assert p4.per_request_decode_tok_s_median == four.metrics.per_request_decode_tok_s.p50
     assert p4.claimed_by == "measured" and p4.conditions.reply_tokens == 160
-    assert p4.conditions.token_count_source == "server_continuous" and p4.conditions.sampling.temperature == 0
+    assert (
+        p4.conditions.token_count_source == "server_continuous"
+        and p4.conditions.sampling.temperature == 0
+    )
     loaded = load_result(tmp_path / "r.json")
     assert verify_hash(loaded) and loaded == result
 
 
-@pytest.mark.parametrize("model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_length")])
+@pytest.mark.parametrize(
+    "model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_length")]
+)
 def test_token_source_is_recorded(server, tmp_path, model, source):
     _s, url = server
-    result = bench(url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90)
+    result = bench(
+        url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90
+    )
     cell = result.cells[0]
     assert cell.valid and cell.token_count_source == source
     # Three tokens a chunk: with the final usage, or with none but a "length" finish, every token counts.
     assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
-    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url)), strict=True):
+    for c, sv in zip(
+        sorted(r.decode_tok_s for r in cell.requests),
+        sorted(r["decode_tok_s"] for r in record(url)),
+        strict=True,
+    ):
         assert within(c, sv, 0.01)
 
 
 def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
     _s, url = server
-    result = bench(url, tmp_path / "r.json", model="synthetic-reasoning", concurrency=[1], requests=1, max_tokens=60)
+    result = bench(
+        url,
+        tmp_path / "r.json",
+        model="synthetic-reasoning",
+        concurrency=[1],
+        requests=1,
+        max_tokens=60,
+    )
     cell = result.cells[0]
     rec = cell.requests[0]
     assert cell.valid and rec.reasoning_tokens == 24
@@ -97,15 +125,26 @@ def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
     assert 45 < gap < 90, gap
 
 
-@pytest.mark.parametrize("model, reason", [
-    ("synthetic-error", "in_band_error"),
-    ("synthetic-early-eos", "short"),
-    ("synthetic-stall", "stalled"),
-    ("synthetic-drop", "dropped"),
-])
+@pytest.mark.parametrize(
+    "model, reason",
+    [
+        ("synthetic-error", "in_band_error"),
+        ("synthetic-early-eos", "short"),
+        ("synthetic-stall", "stalled"),
+        ("synthetic-drop", "dropped"),
+    ],
+)
 def test_each_failure_marks_the_cell_invalid(server, tmp_path, model, reason):
     _s, url = server
-    result = bench(url, tmp_path / "r.json", model=model, concurrency=[1], requests=3, max_tokens=60, stall_timeout_s=0.5)
+    result = bench(
+        url,
+        tmp_path / "r.json",
+        model=model,
+        concurrency=[1],
+        requests=3,
+        max_tokens=60,
+        stall_timeout_s=0.5,
+    )
     cell = result.cells[0]
     assert not cell.valid
     assert cell.metrics.requests_failed == 1 and cell.metrics.requests_ok == 2
@@ -133,7 +172,11 @@ def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
     assert cell.requests and all(r.cut_at_window for r in cell.requests)
     assert cell.metrics.requests_ok == 2 and cell.metrics.requests_failed == 0
     # The cut streams' rates are the server's own (it stopped sending when the client hung up).
-    for c, sv in zip(sorted(r.decode_tok_s for r in cell.requests), sorted(r["decode_tok_s"] for r in record(url)), strict=True):
+    for c, sv in zip(
+        sorted(r.decode_tok_s for r in cell.requests),
+        sorted(r["decode_tok_s"] for r in record(url)),
+        strict=True,
+    ):
         assert within(c, sv, 0.02), (c, sv)
     assert 0.8 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
     assert [p.concurrency for p in result.perf_points] == ([] if cell.client_bound else [2])

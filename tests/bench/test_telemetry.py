@@ -41,7 +41,9 @@ def _replay_cell(reader=lambda clock: ReplayReader.from_fixture(FIXTURE, clock=c
 def _counter_at(samples, t):
     for a, b in itertools.pairwise(samples):
         if a["t"] <= t <= b["t"]:
-            return a["energy_mj"] + (b["energy_mj"] - a["energy_mj"]) * (t - a["t"]) / (b["t"] - a["t"])
+            return a["energy_mj"] + (b["energy_mj"] - a["energy_mj"]) * (t - a["t"]) / (
+                b["t"] - a["t"]
+            )
     raise AssertionError(t)
 
 
@@ -66,13 +68,41 @@ def test_joules_per_token_and_tokens_per_watt_in_the_cell():
     data, _, tel = _replay_cell()
     lo, hi = data["load_window"]
     span = hi - lo
-    recs = [RequestRecord(cell=0, index=i, prompt_index=i, sent_s=0.0, first_token_s=0.05, last_token_s=span,
-                          done_s=span, output_tokens=2000, first_chunk_tokens=1, chunks=2000,
-                          token_source="server_continuous", ok=True, decode_tok_s=1999 / (span - 0.05)) for i in range(2)]
-    cell = build_cell(index=0, mode="burst", concurrency=2, records=recs, requests_planned=2, duration_s=None,
-                      window=None, telemetry=tel, client=None, cut_short=False)
+    recs = [
+        RequestRecord(
+            cell=0,
+            index=i,
+            prompt_index=i,
+            sent_s=0.0,
+            first_token_s=0.05,
+            last_token_s=span,
+            done_s=span,
+            output_tokens=2000,
+            first_chunk_tokens=1,
+            chunks=2000,
+            token_source="server_continuous",
+            ok=True,
+            decode_tok_s=1999 / (span - 0.05),
+        )
+        for i in range(2)
+    ]
+    cell = build_cell(
+        index=0,
+        mode="burst",
+        concurrency=2,
+        records=recs,
+        requests_planned=2,
+        duration_s=None,
+        window=None,
+        telemetry=tel,
+        client=None,
+        cut_short=False,
+    )
     assert abs(cell.telemetry.energy_j_per_token - tel.energy_j_total / 4000) < 1e-9
-    assert abs(cell.telemetry.tok_s_per_w - cell.metrics.aggregate_tok_s / tel.power_draw_w_total_mean) < 1e-9
+    assert (
+        abs(cell.telemetry.tok_s_per_w - cell.metrics.aggregate_tok_s / tel.power_draw_w_total_mean)
+        < 1e-9
+    )
 
 
 def test_sampler_thread_samples_at_about_10_hz():
@@ -103,8 +133,10 @@ class TwoCards:
     H200 trace 1 s earlier and is capped at 600 W, so each card's readings differ."""
 
     def __init__(self, clock: Clock) -> None:
-        self.cards = [ReplayReader.from_fixture(FIXTURE, clock=clock),
-                      ReplayReader.from_fixture(FIXTURE, clock=lambda: clock.t - 1.0, power_limit_w=600.0)]
+        self.cards = [
+            ReplayReader.from_fixture(FIXTURE, clock=clock),
+            ReplayReader.from_fixture(FIXTURE, clock=lambda: clock.t - 1.0, power_limit_w=600.0),
+        ]
         self.clock, self.source = clock, "replay:two-cards"
 
     def gpu_count(self) -> int:
@@ -129,13 +161,22 @@ def test_two_cards_keep_per_card_limits_apart_from_summed_draw_and_energy():
     card0, card1 = tel.gpus
     assert [g.index for g in tel.gpus] == [0, 1]
     # Each card's own limit, listed per card: never added up.
-    assert tel.power_limit_w_per_gpu == [700.0, 600.0] and (card0.power_limit_w, card1.power_limit_w) == (700.0, 600.0)
+    assert tel.power_limit_w_per_gpu == [700.0, 600.0] and (
+        card0.power_limit_w,
+        card1.power_limit_w,
+    ) == (700.0, 600.0)
     # The draw and the energy are summed over cards, under names that say so.
     assert tel.power_draw_w_total_mean == card0.power_draw_w.mean + card1.power_draw_w.mean
     assert tel.power_draw_w_total_mean > max(tel.power_limit_w_per_gpu)
-    expected = [(_counter_at(data["samples"], hi - d) - _counter_at(data["samples"], lo - d)) / 1000.0 for d in (0.0, 1.0)]
+    expected = [
+        (_counter_at(data["samples"], hi - d) - _counter_at(data["samples"], lo - d)) / 1000.0
+        for d in (0.0, 1.0)
+    ]
     assert abs(card0.energy_j - expected[0]) < 1e-6 and abs(card1.energy_j - expected[1]) < 1e-6
     assert abs(tel.energy_j_total - sum(expected)) < 1e-6
     run = sampler.run_summary()
     assert [g.energy_j for g in run.gpus] == [card0.energy_j, card1.energy_j]
-    assert run.power_limit_w_per_gpu == [700.0, 600.0] and abs(run.energy_j_total - sum(expected)) < 1e-6
+    assert (
+        run.power_limit_w_per_gpu == [700.0, 600.0]
+        and abs(run.energy_j_total - sum(expected)) < 1e-6
+    )

@@ -6,7 +6,9 @@ DOC = Path(__file__).parents[2] / "docs" / "codes.md"
 
 
 def test_docs_codes_md_is_the_registry():
-    assert DOC.read_text() == codes_markdown(), "regenerate with: rigbook codes --format md > docs/codes.md"
+    assert DOC.read_text() == codes_markdown(), (
+        "regenerate with: rigbook codes --format md > docs/codes.md"
+    )
 
 
 def test_the_seed_codes_keep_their_names_and_prefixes_match_severity():

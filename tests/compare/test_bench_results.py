@@ -26,7 +26,9 @@ def without_energy(tmp_path):
     return write_result(tmp_path / "without-energy.json", energy=None, rates={1: 500.0, 4: 1400.0})
 
 
-def test_a_result_with_measured_energy_gets_tok_s_per_w_and_one_without_does_not(with_energy, without_energy):
+def test_a_result_with_measured_energy_gets_tok_s_per_w_and_one_without_does_not(
+    with_energy, without_energy
+):
     pair = compare_refs([str(with_energy), str(without_energy)]).pairs[0]
     c1 = pair.points[0]
     assert c1.a.derived.tok_s_per_w == pytest.approx(1 / 0.9)
@@ -38,14 +40,18 @@ def test_a_result_with_measured_energy_gets_tok_s_per_w_and_one_without_does_not
     # Same model, rig, engine and profile: the raw throughput ratio is like for like.
     throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
     assert throughput.verdict == "comparable with caveats"
-    assert {r.kind for r in throughput.reasons} == {"unknown_both"}  # only the context length is unstated
+    assert {r.kind for r in throughput.reasons} == {
+        "unknown_both"
+    }  # only the context length is unstated
     assert round(c1.decode_ratio_pct, 1) == 104.0
 
 
 def test_two_results_with_energy_compare_for_efficiency(tmp_path, with_energy):
     other = write_result(tmp_path / "other.json", energy={1: 1.2, 4: 0.5})
     pair = compare_refs([str(with_energy), str(other)]).pairs[0]
-    efficiency = [next(v for v in p.verdicts if v.aspect == "power_efficiency") for p in pair.points]
+    efficiency = [
+        next(v for v in p.verdicts if v.aspect == "power_efficiency") for p in pair.points
+    ]
     assert [round(v.figure_pct, 1) for v in efficiency] == [133.3, 142.9]
     assert all(v.verdict != "not comparable" for v in efficiency)
 
@@ -57,16 +63,26 @@ def test_the_bandwidth_ceiling_of_a_known_model(with_energy):
 
 
 def test_run_level_conditions_fill_what_points_leave_null(tmp_path):
-    path = write_result(tmp_path / "sparse.json", energy={1: 0.8, 4: 0.3}, full_point_conditions=False)
+    path = write_result(
+        tmp_path / "sparse.json", energy={1: 0.8, 4: 0.3}, full_point_conditions=False
+    )
     c = load_source(str(path)).points[0].conditions
-    assert (c.engine, c.bench_tool, c.bench_tool_version, c.reply_tokens, c.thinking, c.workload) == \
-        ("llama.cpp", "rigbook", "0.1.0", 400, False, "prose")
+    assert (
+        c.engine,
+        c.bench_tool,
+        c.bench_tool_version,
+        c.reply_tokens,
+        c.thinking,
+        c.workload,
+    ) == ("llama.cpp", "rigbook", "0.1.0", 400, False, "prose")
     assert (c.sampling.temperature, c.sampling.top_p) == (0.0, 1.0)
     assert (c.token_count_source, c.energy_j_per_token) == ("server_continuous", 0.8)
 
 
 def test_cli_shows_the_energy_column_and_why_one_side_has_none(with_energy, without_energy):
-    out = runner.invoke(app, ["compare", str(with_energy), str(without_energy)], env={"COLUMNS": "80"})
+    out = runner.invoke(
+        app, ["compare", str(with_energy), str(without_energy)], env={"COLUMNS": "80"}
+    )
     assert out.exit_code == 0, out.output
     # Eleven columns fit an 80-column terminal: headers and numbers whole, none cut to '…'.
     assert "tok/s/W" in out.output and "1.111" in out.output and "BW ceiling" in out.output
@@ -86,14 +102,18 @@ def test_an_edited_result_is_refused(with_energy, without_energy):
 
 
 def test_a_result_against_a_recipe_with_no_numbers_says_so(with_energy):
-    out = runner.invoke(app, ["compare", str(with_energy), "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"])
+    out = runner.invoke(
+        app, ["compare", str(with_energy), "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"]
+    )
     assert out.exit_code == 2
     assert "error[E_INPUT]" in out.output and "rigbook bench" in out.output
 
 
 @pytest.fixture
 def cpu_only(tmp_path):
-    return write_result(tmp_path / "cpu.json", energy=None, rates={1: 48.0, 4: 49.0}, cpu_only="AMD EPYC")
+    return write_result(
+        tmp_path / "cpu.json", energy=None, rates={1: 48.0, 4: 49.0}, cpu_only="AMD EPYC"
+    )
 
 
 def test_a_cpu_result_against_a_gpu_result_is_no_scaling_figure(with_energy, cpu_only):
@@ -102,11 +122,15 @@ def test_a_cpu_result_against_a_gpu_result_is_no_scaling_figure(with_energy, cpu
     assert (b.gpu_count, b.card) == (0, "CPU (AMD EPYC)")
     v = {x.aspect: x for x in pair.verdicts}
     assert v["scaling"].verdict == "not comparable"
-    assert "GPU count differs: 1 vs 0 (no GPU against GPUs is no scaling step)" in [r.message for r in v["scaling"].reasons]
+    assert "GPU count differs: 1 vs 0 (no GPU against GPUs is no scaling step)" in [
+        r.message for r in v["scaling"].reasons
+    ]
     # A raw ratio still stands: the card and GPU count are caveats, stated.
     assert v["throughput"].verdict == "comparable with caveats"
-    assert {r.message for r in v["throughput"].reasons if r.kind == "differs"} == \
-        {"GPU count differs: 1 vs 0", "card differs: NVIDIA H200 vs CPU (AMD EPYC)"}
+    assert {r.message for r in v["throughput"].reasons if r.kind == "differs"} == {
+        "GPU count differs: 1 vs 0",
+        "card differs: NVIDIA H200 vs CPU (AMD EPYC)",
+    }
     assert "ran on the CPU" in pair.points[0].b.derived.roofline_unavailable
 
 
@@ -120,7 +144,9 @@ def test_cli_says_what_differs_between_a_gpu_and_a_cpu_run_within_80_columns(wit
 
 
 def test_burst_against_sustained_says_so(tmp_path, with_energy):
-    sustained = write_result(tmp_path / "sustained.json", energy={1: 0.9, 4: 0.35}, mode="sustained")
+    sustained = write_result(
+        tmp_path / "sustained.json", energy={1: 0.9, 4: 0.35}, mode="sustained"
+    )
     pair = compare_refs([str(with_energy), str(sustained)]).pairs[0]
     throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
     assert throughput.verdict == "comparable with caveats"
@@ -132,8 +158,14 @@ def test_burst_against_sustained_says_so(tmp_path, with_energy):
 def test_another_profile_says_so(tmp_path, with_energy):
     other = PROFILE.model_copy(update={"name": "seed", "content_hash": "sha256:" + "1" * 64})
     seed = write_result(tmp_path / "seed.json", energy={1: 0.9, 4: 0.35}, profile=other)
-    throughput = next(v for v in compare_refs([str(with_energy), str(seed)]).pairs[0].verdicts if v.aspect == "throughput")
-    assert "bench profile differs: prose-400 v1 vs seed v1" in [r.message for r in throughput.reasons]
+    throughput = next(
+        v
+        for v in compare_refs([str(with_energy), str(seed)]).pairs[0].verdicts
+        if v.aspect == "throughput"
+    )
+    assert "bench profile differs: prose-400 v1 vs seed v1" in [
+        r.message for r in throughput.reasons
+    ]
 
 
 def test_a_recipe_point_that_rigbook_measured_states_its_mode_in_its_notes(tmp_path):

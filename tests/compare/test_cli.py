@@ -17,7 +17,11 @@ def test_three_sources_give_every_pair():
     out = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4, GUIDE_2GPU, "--json"])
     assert out.exit_code == 0, out.output
     pairs = json.loads(out.output)["pairs"]
-    assert [(p["a"], p["b"]) for p in pairs] == [(SEED_TP2, SEED_TP4), (SEED_TP2, GUIDE_2GPU), (SEED_TP4, GUIDE_2GPU)]
+    assert [(p["a"], p["b"]) for p in pairs] == [
+        (SEED_TP2, SEED_TP4),
+        (SEED_TP2, GUIDE_2GPU),
+        (SEED_TP4, GUIDE_2GPU),
+    ]
     # The seed's points state context 1, the guide's none: they line up, with the unknown as a caveat.
     mixed = pairs[1]
     assert [p["concurrency"] for p in mixed["points"]] == [1, 4]
@@ -52,8 +56,15 @@ def test_docs_state_every_rule_and_table():
     doc = (Path(__file__).parents[2] / "docs" / "compare.md").read_text()
     for rule in RULES:
         assert f"`{rule.name}`" in doc, rule.name
-    for name in ("hardware.json", "models.json", "quants.json", "`energy`", "`factors`", "E_NOT_COMPARABLE",
-                 "geometric mean"):
+    for name in (
+        "hardware.json",
+        "models.json",
+        "quants.json",
+        "`energy`",
+        "`factors`",
+        "E_NOT_COMPARABLE",
+        "geometric mean",
+    ):
         assert name in doc
 
 
@@ -65,7 +76,11 @@ def test_a_file_that_is_neither_result_nor_recipe_says_so(tmp_path):
     cut.write_text(good.read_text()[:500])
     out = runner.invoke(app, ["compare", str(cut), str(good), "--json"])
     error = json.loads(out.output)["error"]
-    assert out.exit_code == 2 and error["code"] == "E_RESULT_INVALID" and "neither a bench result nor a recipe" in error["message"]
+    assert (
+        out.exit_code == 2
+        and error["code"] == "E_RESULT_INVALID"
+        and "neither a bench result nor a recipe" in error["message"]
+    )
     broken_recipe = tmp_path / "recipe.json"
     broken_recipe.write_text(json.dumps({"slug": "x", "config": {"launch": 5}}))
     out = runner.invoke(app, ["compare", str(broken_recipe), str(good), "--json"])

@@ -14,9 +14,17 @@ POINT_FIELDS = {"concurrency", "context_len", "decode_tok_s"}
 
 def smol_point(**changes) -> PerfPoint:
     """SmolLM2-135M Q4_1 on one H200; ``changes`` may name point fields or conditions."""
-    cond = dict(gpu_count=1, card="NVIDIA H200", power_limit_w_per_gpu=700, quant="Q4_1", kv_cache_dtype="f16",
-                speculative_method="none") | {k: v for k, v in changes.items() if k not in POINT_FIELDS}
-    fields = dict(concurrency=1, context_len=None, decode_tok_s=569.0) | {k: v for k, v in changes.items() if k in POINT_FIELDS}
+    cond = dict(
+        gpu_count=1,
+        card="NVIDIA H200",
+        power_limit_w_per_gpu=700,
+        quant="Q4_1",
+        kv_cache_dtype="f16",
+        speculative_method="none",
+    ) | {k: v for k, v in changes.items() if k not in POINT_FIELDS}
+    fields = dict(concurrency=1, context_len=None, decode_tok_s=569.0) | {
+        k: v for k, v in changes.items() if k in POINT_FIELDS
+    }
     return PerfPoint(**fields, conditions=PerfConditions(**cond))
 
 
@@ -36,20 +44,29 @@ def test_bandwidth_ceiling_for_a_known_model():
     # 4.8 TB/s over 135M params x 0.625 B (Q4_1: 20 bytes per 32 weights)
     assert roof.ceiling_tok_s == pytest.approx(4800e9 / (135e6 * 0.625))
     assert roof.pct_of_ceiling == pytest.approx(100 * 569.0 / roof.ceiling_tok_s)
-    with_kv = derive(smol_point(concurrency=4, context_len=1000, decode_tok_s=1500.0), "SmolLM2-135M-Instruct").roofline
+    with_kv = derive(
+        smol_point(concurrency=4, context_len=1000, decode_tok_s=1500.0), "SmolLM2-135M-Instruct"
+    ).roofline
     kv = 11520 * 2 * 1000
     assert with_kv.kv_bytes_per_token_read == kv
     assert with_kv.ceiling_tok_s == pytest.approx(4 * 4800e9 / (135e6 * 0.625 + 4 * kv))
 
 
-@pytest.mark.parametrize("model,changes,why", [
-    ("glm-5-3-flash", {}, "active parameters"),
-    ("SmolLM2-135M-Instruct", {"quant": "nvfp4-csf-mxfp8-attn-qad"}, "bytes per parameter"),
-    ("SmolLM2-135M-Instruct", {"speculative_method": "mtp"}, "speculative decoding"),
-    ("SmolLM2-135M-Instruct", {"card": "Mystery GPU 9000"}, "not in the bandwidth table"),
-    ("SmolLM2-135M-Instruct", {"gpu_count": 0, "card": "CPU (AMD EPYC)"}, "no GPU (ran on the CPU)"),
-    ("SmolLM2-135M-Instruct", {"gpu_count": None, "card": None}, "no GPU card"),
-])
+@pytest.mark.parametrize(
+    "model,changes,why",
+    [
+        ("glm-5-3-flash", {}, "active parameters"),
+        ("SmolLM2-135M-Instruct", {"quant": "nvfp4-csf-mxfp8-attn-qad"}, "bytes per parameter"),
+        ("SmolLM2-135M-Instruct", {"speculative_method": "mtp"}, "speculative decoding"),
+        ("SmolLM2-135M-Instruct", {"card": "Mystery GPU 9000"}, "not in the bandwidth table"),
+        (
+            "SmolLM2-135M-Instruct",
+            {"gpu_count": 0, "card": "CPU (AMD EPYC)"},
+            "no GPU (ran on the CPU)",
+        ),
+        ("SmolLM2-135M-Instruct", {"gpu_count": None, "card": None}, "no GPU card"),
+    ],
+)
 def test_no_ceiling_where_it_bounds_nothing(model, changes, why):
     d = derive(smol_point(**changes), model)
     assert d.roofline is None and why in d.roofline_unavailable
@@ -63,7 +80,10 @@ def test_card_table_lookup_and_sources():
     assert bandwidth_gb_s("NVIDIA A100-SXM4-80GB")[0] == 2039
     assert bandwidth_gb_s("NVIDIA A100-PCIE-40GB")[0] == 1555
     envelopes = {c.id: c.power_envelope_w for c in card_table()}
-    assert envelopes["rtx-pro-6000-blackwell-maxq"] == 300 and envelopes["rtx-pro-6000-blackwell-workstation"] == 600
+    assert (
+        envelopes["rtx-pro-6000-blackwell-maxq"] == 300
+        and envelopes["rtx-pro-6000-blackwell-workstation"] == 600
+    )
     assert all(c.source.startswith("https://www.nvidia.com/") for c in card_table())
 
 

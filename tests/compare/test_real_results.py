@@ -17,9 +17,13 @@ def measured(tmp_path_factory):
     out = tmp_path_factory.mktemp("measured")
     paths = []
     for rate in (80, 40):
-        proc, url = start_synthetic("--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1")
+        proc, url = start_synthetic(
+            "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1"
+        )
         try:
-            result = bench(url, out / f"rate-{rate}.json", concurrency=[1, 2], requests=2, max_tokens=40)
+            result = bench(
+                url, out / f"rate-{rate}.json", concurrency=[1, 2], requests=2, max_tokens=40
+            )
         finally:
             proc.terminate()
             proc.wait(10)
@@ -54,7 +58,9 @@ def test_two_files_of_one_name_are_told_apart_by_their_folders(measured, tmp_pat
     for folder, src in (("h200", fast), ("cpu", slow)):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "result.json").write_bytes(src.read_bytes())
-    comparison = compare_refs([str(tmp_path / "h200" / "result.json"), str(tmp_path / "cpu" / "result.json")])
+    comparison = compare_refs(
+        [str(tmp_path / "h200" / "result.json"), str(tmp_path / "cpu" / "result.json")]
+    )
     assert [s.name for s in comparison.sources] == ["h200/result.json", "cpu/result.json"]
     assert comparison.sources[0].content_hash != comparison.sources[1].content_hash
     text = render_md(comparison)

@@ -25,20 +25,28 @@ def verdicts(pair) -> dict:
 
 def test_guide_two_gpu_300w_vs_four_gpu_250w_is_no_power_efficiency_or_retention_measure():
     pair = compare_refs([GUIDE_2GPU, GUIDE_4GPU]).pairs[0]
-    assert [(p.concurrency, p.a.point.decode_tok_s, p.b.point.decode_tok_s) for p in pair.points] == [(1, 238.3, 265.9), (4, 448.7, 1063.6)]
+    assert [
+        (p.concurrency, p.a.point.decode_tok_s, p.b.point.decode_tok_s) for p in pair.points
+    ] == [(1, 238.3, 265.9), (4, 448.7, 1063.6)]
     v = verdicts(pair)
     efficiency = v["power_efficiency"]
     assert efficiency.verdict == "not comparable"
     not_comparable = {r.condition: r for r in efficiency.reasons if r.severity == "not_comparable"}
     assert {"gpu_count", "power_limit_w_per_gpu", "energy"} <= set(not_comparable)
     assert not_comparable["gpu_count"].message == "GPU count differs: 2 vs 4"
-    assert not_comparable["power_limit_w_per_gpu"].message == "enforced power per card differs: 300 W vs 250 W"
+    assert (
+        not_comparable["power_limit_w_per_gpu"].message
+        == "enforced power per card differs: 300 W vs 250 W"
+    )
     scaling = v["scaling"]
     assert scaling.verdict == "not comparable"
     assert any(r.kind == "two_factors" for r in scaling.reasons)
     # A raw ratio of the numbers still stands, with both differences as caveats.
     assert v["throughput"].verdict == "comparable with caveats"
-    assert {r.condition for r in v["throughput"].reasons if r.kind == "differs"} == {"gpu_count", "power_limit_w_per_gpu"}
+    assert {r.condition for r in v["throughput"].reasons if r.kind == "differs"} == {
+        "gpu_count",
+        "power_limit_w_per_gpu",
+    }
 
 
 def test_guide_case_on_the_command_line_prints_both_reasons():
@@ -69,7 +77,9 @@ def test_seed_case_on_the_command_line_prints_the_ratios_and_caveat():
     out = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
     assert "A's decode tok/s is 67.6% (c1), 70.3% (c4), 69.9% (c8) of B's" in out.output
-    assert "overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in out.output
+    assert (
+        "overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in out.output
+    )
     assert "! GPU count differs: 2 vs 4" in out.output
     assert "raw throughput ratio: comparable with caveats" in out.output
     # Neither recipe states its power per card, so the output says so for both sides.
@@ -81,7 +91,11 @@ def test_seed_case_as_json_and_markdown():
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
     assert doc["kind"] == "rigbook.compare"
-    assert [round(p["decode_ratio_pct"], 1) for p in doc["pairs"][0]["points"]] == [67.6, 70.3, 69.9]
+    assert [round(p["decode_ratio_pct"], 1) for p in doc["pairs"][0]["points"]] == [
+        67.6,
+        70.3,
+        69.9,
+    ]
     # The record's "about 68% of four-card speed" as one figure: the geometric mean over the three points.
     throughput = next(v for v in doc["pairs"][0]["verdicts"] if v["aspect"] == "throughput")
     assert (round(throughput["figure_pct"], 1), throughput["figure_points"]) == (69.3, 3)
@@ -89,4 +103,6 @@ def test_seed_case_as_json_and_markdown():
     assert md.exit_code == 0, md.output
     assert "| 1 | 1 | 207.0 | 306.0 | 67.6% |" in md.output
     assert "**power efficiency (tok/s per W): not comparable**" in md.output
-    assert "- overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in md.output
+    assert (
+        "- overall: A's decode tok/s is 69.3% of B's across 3 points (geometric mean)" in md.output
+    )

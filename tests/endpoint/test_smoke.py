@@ -11,7 +11,9 @@ from tests.launch.stub_http import json_body, serve
 
 
 def rigbook(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.e2e
@@ -62,7 +64,11 @@ def test_smoke_refuses_an_empty_reply():
     def handle(request):
         if request.path == "/v1/models":
             return _models(request)
-        return 200, {}, json_body({"choices": [{"message": {"role": "assistant", "content": "  "}}]})
+        return (
+            200,
+            {},
+            json_body({"choices": [{"message": {"role": "assistant", "content": "  "}}]}),
+        )
 
     with serve(handle) as url, pytest.raises(EndpointError) as caught:
         smoke(url + "/v1")

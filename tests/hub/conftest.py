@@ -41,8 +41,18 @@ def _pg_account() -> tuple[int, int] | None:
             return entry.pw_uid, entry.pw_gid
         except KeyError:
             continue
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_USER_FALLBACK],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "useradd",
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            PG_USER_FALLBACK,
+        ],
+        check=True,
+        capture_output=True,
+    )
     entry = pwd.getpwnam(PG_USER_FALLBACK)
     return entry.pw_uid, entry.pw_gid
 
@@ -66,7 +76,9 @@ class PgServer:
 
 def _pg_bin(name: str) -> str:
     """A PostgreSQL program: on PATH, or where Debian's packages put it (/usr/lib/postgresql/N/bin)."""
-    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    found = shutil.which(name) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None
+    )
     if not found:
         pytest.fail(f"PostgreSQL's {name} was not found: install postgresql (`make system-deps`)")
     return found
@@ -82,18 +94,59 @@ def pg_server():
         os.chown(root, *account)
     as_user = {"user": account[0], "group": account[1]} if account else {}
     data, port = root / "data", free_port()
-    subprocess.run([initdb, "-D", str(data), "-U", "rigbook", "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"],
-                   check=True, capture_output=True, cwd=root, **as_user)
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
-    started = subprocess.run([pg_ctl, "-D", str(data), "-l", str(root / "log"), "-o", options, "-w", "-t", "60", "start"],
-                             capture_output=True, text=True, cwd=root, **as_user)
+    subprocess.run(
+        [
+            initdb,
+            "-D",
+            str(data),
+            "-U",
+            "rigbook",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=root,
+        **as_user,
+    )
+    options = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
+    )
+    started = subprocess.run(
+        [
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(root / "log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        **as_user,
+    )
     if started.returncode != 0:
         log = (root / "log").read_text(errors="replace") if (root / "log").exists() else ""
         pytest.fail(f"PostgreSQL did not start: {started.stderr}\n{log[-2000:]}")
     try:
         yield PgServer(port)
     finally:
-        subprocess.run([pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, cwd=root, **as_user)
+        subprocess.run(
+            [pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            cwd=root,
+            **as_user,
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -39,8 +39,13 @@ def served(tmp_path):
 def test_serve_on_a_fresh_home_serves_the_builtin_catalog(tmp_path):
     port = free_port()
     env = os.environ | {"RIGBOOK_HOME": str(tmp_path / "fresh-home")}
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -65,7 +70,9 @@ def test_init_is_idempotent_and_tokens_are_stored_hashed(tmp_path):
     assert json.loads(rigbook("hub", "init", "--db", db, "--json").stdout)["loaded"] == []
     made = rigbook("hub", "token", "create", "alice", "--db", db, "--json")
     token = json.loads(made.stdout)["token"]
-    assert token.startswith("rbk_") and token.encode() not in (tmp_path / "hub.sqlite3").read_bytes()
+    assert (
+        token.startswith("rbk_") and token.encode() not in (tmp_path / "hub.sqlite3").read_bytes()
+    )
     again = rigbook("hub", "token", "create", "alice", "--db", db)
     assert again.exit_code == 2 and "error[E_INPUT]" in again.stderr
     bad = rigbook("hub", "init", "--db", "nosuchdialect://x")
@@ -76,7 +83,9 @@ def test_recipes_commands_read_the_hub(served):
     url, _ = served
     listed = rigbook("recipes", "list", "--hub", url, "--json")
     assert listed.exit_code == 0, listed.stderr
-    assert sorted(r["slug"] for r in json.loads(listed.stdout)) == sorted(r.slug for r in list_recipes())
+    assert sorted(r["slug"] for r in json.loads(listed.stdout)) == sorted(
+        r.slug for r in list_recipes()
+    )
     found = json.loads(rigbook("recipes", "search", "h200", "--hub", url, "--json").stdout)
     assert [r["slug"] for r in found] == [SMALL_SLUG]
     shown = json.loads(rigbook("recipes", "show", SMALL_SLUG, "--hub", url, "--json").stdout)
@@ -89,8 +98,14 @@ def test_publish_recipe_and_result(served, tmp_path, seed_record):
     recipe_file.write_text(json.dumps(seed_record | {"slug": "my-rig", "title": "my rig"}))
     done = rigbook("publish", str(recipe_file), "--hub", url, "--token", token, "--json")
     assert done.exit_code == 0, done.stderr
-    assert json.loads(done.stdout) | {"url": ""} == {"kind": "recipe", "slug": "my-rig", "revision": 1, "points_added": None,
-                                                     "duplicate": False, "url": ""}
+    assert json.loads(done.stdout) | {"url": ""} == {
+        "kind": "recipe",
+        "slug": "my-rig",
+        "revision": 1,
+        "points_added": None,
+        "duplicate": False,
+        "url": "",
+    }
 
     from rigbook.bench.result import save_result
 
@@ -104,8 +119,14 @@ def test_publish_recipe_and_result(served, tmp_path, seed_record):
 
     orphan = save_result(make_result(None, decode=(11.0,)), tmp_path / "orphan.json")
     refused = rigbook("publish", str(orphan), "--hub", url, "--token", token)
-    assert refused.exit_code == 2 and "error[E_INPUT]" in refused.stderr and "--recipe" in refused.stderr
-    done = rigbook("publish", str(orphan), "--hub", url, "--token", token, "--recipe", SMALL_SLUG, "--json")
+    assert (
+        refused.exit_code == 2
+        and "error[E_INPUT]" in refused.stderr
+        and "--recipe" in refused.stderr
+    )
+    done = rigbook(
+        "publish", str(orphan), "--hub", url, "--token", token, "--recipe", SMALL_SLUG, "--json"
+    )
     assert done.exit_code == 0 and json.loads(done.stdout)["points_added"] == 1
 
 
@@ -115,11 +136,17 @@ def test_publish_errors_are_clear(served, tmp_path, seed_record):
 
     result_file = save_result(make_result(), tmp_path / "result.json")
     no_token = rigbook("publish", str(result_file), "--hub", url)
-    assert no_token.exit_code == 2 and "error[E_AUTH]" in no_token.stderr and "token create" in no_token.stderr
+    assert (
+        no_token.exit_code == 2
+        and "error[E_AUTH]" in no_token.stderr
+        and "token create" in no_token.stderr
+    )
     wrong = rigbook("publish", str(result_file), "--hub", url, "--token", "rbk_wrong", "--json")
     assert wrong.exit_code == 2 and json.loads(wrong.stdout)["error"]["code"] == "E_AUTH"
 
-    dead = rigbook("publish", str(result_file), "--hub", f"http://127.0.0.1:{free_port()}", "--token", token)
+    dead = rigbook(
+        "publish", str(result_file), "--hub", f"http://127.0.0.1:{free_port()}", "--token", token
+    )
     assert dead.exit_code == 2 and "error[E_CONNECT]" in dead.stderr
     dead_list = rigbook("recipes", "list", "--hub", f"http://127.0.0.1:{free_port()}")
     assert dead_list.exit_code == 2 and "error[E_CONNECT]" in dead_list.stderr
@@ -136,7 +163,10 @@ def test_publish_errors_are_clear(served, tmp_path, seed_record):
         proc.terminate()
         proc.wait(10)
 
-    incomplete = save_result(make_result(conditions=point_conditions(quant=None, reply_tokens=None)), tmp_path / "inc.json")
+    incomplete = save_result(
+        make_result(conditions=point_conditions(quant=None, reply_tokens=None)),
+        tmp_path / "inc.json",
+    )
     refused = rigbook("publish", str(incomplete), "--hub", url, "--token", token)
     assert refused.exit_code == 2 and "error[E_RESULT_REFUSED]" in refused.stderr
     assert "perf_points.0.conditions.quant: missing" in refused.stderr
@@ -151,7 +181,9 @@ def test_publish_errors_are_clear(served, tmp_path, seed_record):
     bad_recipe = tmp_path / "bad.json"
     bad_recipe.write_text(json.dumps({"slug": "x", "config": {"launch": 1}}))
     invalid = rigbook("publish", str(bad_recipe), "--hub", url, "--token", token)
-    assert invalid.exit_code == 2 and "config.launch" in invalid.stderr and "title" in invalid.stderr
+    assert (
+        invalid.exit_code == 2 and "config.launch" in invalid.stderr and "title" in invalid.stderr
+    )
 
 
 def test_publish_too_large(tmp_path, seed_record):
@@ -174,13 +206,22 @@ def test_client_takes_the_api_url_and_names_a_missing_recipe(served, tmp_path):
         assert HubClient(given).get_recipe(SMALL_SLUG).slug == SMALL_SLUG
     with pytest.raises(RigbookError) as missing:
         HubClient(url).get_recipe("nope")
-    assert missing.value.code == "E_RECIPE_NOT_FOUND" and "no recipe 'nope'" in missing.value.message
+    assert (
+        missing.value.code == "E_RECIPE_NOT_FOUND" and "no recipe 'nope'" in missing.value.message
+    )
     listed = rigbook("recipes", "list", "--hub", url + "/api/v1", "--json")
     assert listed.exit_code == 0 and len(json.loads(listed.stdout)) == len(list_recipes())
     from rigbook.bench.result import save_result
 
-    done = rigbook("publish", str(save_result(make_result(), tmp_path / "r.json")), "--hub", url + "/api/v1/",
-                   "--token", token, "--json")
+    done = rigbook(
+        "publish",
+        str(save_result(make_result(), tmp_path / "r.json")),
+        "--hub",
+        url + "/api/v1/",
+        "--token",
+        token,
+        "--json",
+    )
     assert done.exit_code == 0, done.stderr
     assert json.loads(done.stdout)["url"] == f"{url}/r/{SMALL_SLUG}"
 
@@ -206,7 +247,11 @@ def test_a_taken_port_is_e_port():
         for host in ("127.0.0.1", "0.0.0.0"):
             with pytest.raises(RigbookError) as taken:
                 check_port(host, port)
-            assert taken.value.code == "E_PORT" and taken.value.exit_code == 2 and f"port {port}" in taken.value.message
+            assert (
+                taken.value.code == "E_PORT"
+                and taken.value.exit_code == 2
+                and f"port {port}" in taken.value.message
+            )
     check_port("127.0.0.1", free_port())
 
 
@@ -217,18 +262,33 @@ def test_serve_on_a_taken_port_fails_with_e_port(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)], timeout=60,
-                              env=os.environ | {"RIGBOOK_HOME": str(tmp_path)}, capture_output=True, text=True)
-    assert done.returncode == 2 and "error[E_PORT]" in done.stderr and "rigbook hub on" not in done.stdout
+        done = subprocess.run(
+            [sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)],
+            timeout=60,
+            env=os.environ | {"RIGBOOK_HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+        )
+    assert (
+        done.returncode == 2
+        and "error[E_PORT]" in done.stderr
+        and "rigbook hub on" not in done.stdout
+    )
 
 
 def test_token_create_prints_the_token_alone_and_list_and_revoke_work(tmp_path):
     db = f"sqlite:///{tmp_path / 'hub.sqlite3'}"
-    made = subprocess.run([sys.executable, "-m", "rigbook", "hub", "token", "create", "ci", "--db", db],
-                          capture_output=True, text=True, timeout=60)
+    made = subprocess.run(
+        [sys.executable, "-m", "rigbook", "hub", "token", "create", "ci", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
-    assert made.stdout == token + "\n" and token.startswith("rbk_") and " " not in token  # TOK=$(…) gets it alone
+    assert (
+        made.stdout == token + "\n" and token.startswith("rbk_") and " " not in token
+    )  # TOK=$(…) gets it alone
     assert "shown once" in made.stderr
     listed = json.loads(rigbook("hub", "token", "list", "--db", db, "--json").stdout)
     assert [(t["name"], t["revoked_at"]) for t in listed] == [("ci", None)]
@@ -239,12 +299,31 @@ def test_token_create_prints_the_token_alone_and_list_and_revoke_work(tmp_path):
     assert missing.exit_code == 2 and "error[E_INPUT]" in missing.stderr
 
 
-def test_serve_with_workers_shares_limits_and_revocation_through_the_database(tmp_path, seed_record):
+def test_serve_with_workers_shares_limits_and_revocation_through_the_database(
+    tmp_path, seed_record
+):
     port, db = free_port(), f"sqlite:///{tmp_path / 'hub.sqlite3'}"
     token = json.loads(rigbook("hub", "token", "create", "w", "--db", db, "--json").stdout)["token"]
-    proc = subprocess.Popen([sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port), "--db", db,
-                             "--workers", "2", "--auth-limit", "3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "hub",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--workers",
+            "2",
+            "--auth-limit",
+            "3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -258,10 +337,19 @@ def test_serve_with_workers_shares_limits_and_revocation_through_the_database(tm
                 time.sleep(0.3)
         good = {"Authorization": f"Bearer {token}"}
         # A new connection per request: the two workers take turns, and still count together.
-        assert httpx.post(f"{url}/api/v1/recipes", json=seed_record | {"slug": "w1"}, headers=good).status_code == 201
+        assert (
+            httpx.post(
+                f"{url}/api/v1/recipes", json=seed_record | {"slug": "w1"}, headers=good
+            ).status_code
+            == 201
+        )
         assert rigbook("hub", "token", "revoke", "w", "--db", db).exit_code == 0
-        codes = [httpx.post(f"{url}/api/v1/recipes", json=seed_record | {"slug": "w2"}, headers=good).status_code
-                 for _ in range(5)]
+        codes = [
+            httpx.post(
+                f"{url}/api/v1/recipes", json=seed_record | {"slug": "w2"}, headers=good
+            ).status_code
+            for _ in range(5)
+        ]
         assert codes == [401, 401, 401, 429, 429]
         head = httpx.head(f"{url}/api/v1/leaderboard.json")
         assert head.status_code == 200 and head.headers["etag"] and head.content == b""

@@ -54,13 +54,28 @@ def journal_result(tmp_path_factory) -> BenchResult:
     with the bench's own code: the requests, and so every number, stay the measured ones.
     """
     proc, url = start_synthetic()
-    spec = BenchSpec(url=url, model="synthetic", profile=get_profile("seed"), concurrency=[1, 2],
-                     requests=2, max_tokens=40, warmup=0, recipe_slug="synthetic-on-cpu",
-                     recipe_engine="llama.cpp", extra={"quant": "Q4_1"},
-                     out=tmp_path_factory.mktemp("bench") / "r.json")
+    spec = BenchSpec(
+        url=url,
+        model="synthetic",
+        profile=get_profile("seed"),
+        concurrency=[1, 2],
+        requests=2,
+        max_tokens=40,
+        warmup=0,
+        recipe_slug="synthetic-on-cpu",
+        recipe_engine="llama.cpp",
+        extra={"quant": "Q4_1"},
+        out=tmp_path_factory.mktemp("bench") / "r.json",
+    )
     try:
-        result = asyncio.run(run_bench(spec, rig=None, rig_unavailable="a test on the CPU",
-                                       sampler=Sampler(None, "no GPU in tests")))
+        result = asyncio.run(
+            run_bench(
+                spec,
+                rig=None,
+                rig_unavailable="a test on the CPU",
+                sampler=Sampler(None, "no GPU in tests"),
+            )
+        )
     finally:
         proc.kill()
         proc.wait()

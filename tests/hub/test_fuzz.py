@@ -15,7 +15,7 @@ import os
 
 import pytest
 import schemathesis
-import schemathesis.specs.openapi.checks  # noqa: F401 - registers the OpenAPI checks
+import schemathesis.specs.openapi.checks
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, seed, settings
 from schemathesis.checks import CHECKS

@@ -17,8 +17,16 @@ from tests.hub.helpers import SMALL_SLUG, live_hub, make_result
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "hub"
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
 
 
@@ -28,9 +36,19 @@ def served(tmp_path_factory):
     app = create_app(f"sqlite:///{tmp_path_factory.mktemp('pages') / 'hub.sqlite3'}")
     client = TestClient(app)
     auth = {"Authorization": f"Bearer {create_token(app.state.sessions, 'pages')}"}
-    assert client.post(f"/api/v1/recipes/{SMALL_SLUG}/results", json=make_result().model_dump(mode="json"),
-                       headers=auth).status_code == 201
-    evil = {"slug": "evil", "title": "<script>window.pwned=1</script> evil", "config": {"launch": ["echo", "<b>x</b>"]}}
+    assert (
+        client.post(
+            f"/api/v1/recipes/{SMALL_SLUG}/results",
+            json=make_result().model_dump(mode="json"),
+            headers=auth,
+        ).status_code
+        == 201
+    )
+    evil = {
+        "slug": "evil",
+        "title": "<script>window.pwned=1</script> evil",
+        "config": {"launch": ["echo", "<b>x</b>"]},
+    }
     assert client.post("/api/v1/recipes", json=evil, headers=auth).status_code == 201
     with live_hub(app) as url:
         yield url
@@ -60,7 +78,9 @@ def test_recipe_page_shows_measured_points_and_chart(served, browser, viewport):
     page.goto(f"{served}/r/{SMALL_SLUG}")
     assert "SmolLM2" in page.locator("h1").inner_text()
     assert page.locator("pre.launch").inner_text().strip()
-    assert page.locator("svg.chart rect[fill='#0b7a4b']").count() >= 2  # the two measured points (and the legend)
+    assert (
+        page.locator("svg.chart rect[fill='#0b7a4b']").count() >= 2
+    )  # the two measured points (and the legend)
     measured_rows = page.locator("table.points tr.measured-unverified")
     assert measured_rows.count() == 2
     assert "900.3" in measured_rows.nth(1).inner_text() and "900.2539" not in page.content()
@@ -104,17 +124,28 @@ def test_search_leaderboard_and_escaping(served, browser, viewport):
 def test_pages_satisfy_their_content_security_policy(served, browser):
     """The CSP the hub sends blocks nothing the pages use: no violation, the stylesheet applies, the chart draws."""
     page = browser.new_page()
-    page.add_init_script("window.__csp = []; document.addEventListener('securitypolicyviolation', "
-                         "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")
+    page.add_init_script(
+        "window.__csp = []; document.addEventListener('securitypolicyviolation', "
+        "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+    )
     console = []
     page.on("console", lambda message: console.append(message.text))
-    for path in ("/", "/?q=h200", f"/r/{SMALL_SLUG}", f"/r/{SEED_SLUG}", "/leaderboard", "/r/evil", "/r/nope"):
+    for path in (
+        "/",
+        "/?q=h200",
+        f"/r/{SMALL_SLUG}",
+        f"/r/{SEED_SLUG}",
+        "/leaderboard",
+        "/r/evil",
+        "/r/nope",
+    ):
         answer = page.goto(served + path)
         assert "default-src 'none'" in answer.headers["content-security-policy"], path
         assert page.evaluate("window.__csp") == [], path
         # hub.css sets the header's background: the stylesheet loaded under the policy.
-        assert page.evaluate("getComputedStyle(document.querySelector('header.top')).backgroundColor") == (
-            "rgb(29, 43, 58)"), path
+        assert page.evaluate(
+            "getComputedStyle(document.querySelector('header.top')).backgroundColor"
+        ) == ("rgb(29, 43, 58)"), path
     page.goto(f"{served}/r/{SMALL_SLUG}")
     box = page.locator("svg.chart").bounding_box()
     assert box and box["width"] > 100 and box["height"] > 50

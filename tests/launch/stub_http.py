@@ -27,7 +27,9 @@ def serve(handle: Handler) -> Iterator[str]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if self.command != "HEAD":  # HEAD: the headers of the GET, Content-Length included, no body
+            if (
+                self.command != "HEAD"
+            ):  # HEAD: the headers of the GET, Content-Length included, no body
                 self.wfile.write(body)
 
         do_GET = do_POST = do_HEAD = _answer

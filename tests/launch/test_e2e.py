@@ -29,8 +29,19 @@ def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
 
         # Two of the recipe's four slots: both streams of a concurrency-2 cell are whole.
         out = tmp_path / "c2.json"
-        bench = rigbook("bench", f"http://127.0.0.1:{port}", "--profile", "quick", "--concurrency", "2",
-                        "--recipe", "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp", "--out", str(out), "--json")
+        bench = rigbook(
+            "bench",
+            f"http://127.0.0.1:{port}",
+            "--profile",
+            "quick",
+            "--concurrency",
+            "2",
+            "--recipe",
+            "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+            "--out",
+            str(out),
+            "--json",
+        )
         assert bench.returncode == 0, bench.stdout + bench.stderr
         result = json.loads(out.read_text())
         assert result["cells"][0]["valid"] and result["cells"][0]["metrics"]["requests_ok"] == 2
@@ -40,8 +51,14 @@ def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
         second = rigbook("up", "--yes", "--port", str(free_port()), "--name", "again", "--json")
         assert second.returncode == 2
         error = json.loads(second.stdout)["error"]
-        assert error["code"] == "E_LOCKED" and "'e2e'" in error["message"] and f"pid {pid}" in error["message"]
-        assert "rigbook down e2e" in error["remedy"] and "--gpus" not in error["remedy"]  # no other CPU to pick
+        assert (
+            error["code"] == "E_LOCKED"
+            and "'e2e'" in error["message"]
+            and f"pid {pid}" in error["message"]
+        )
+        assert (
+            "rigbook down e2e" in error["remedy"] and "--gpus" not in error["remedy"]
+        )  # no other CPU to pick
 
         logs = rigbook("logs", "e2e")
         assert logs.returncode == 0 and "llama" in logs.stdout.lower()
@@ -49,7 +66,11 @@ def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
         stopped = rigbook("down", "--json")
     assert stopped.returncode == 0, stopped.stderr
     assert json.loads(stopped.stdout)[0]["gone"] is True
-    leftovers = [p for p in psutil.process_iter() if _pgid(p.pid) == pid and p.status() != psutil.STATUS_ZOMBIE]
+    leftovers = [
+        p
+        for p in psutil.process_iter()
+        if _pgid(p.pid) == pid and p.status() != psutil.STATUS_ZOMBIE
+    ]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert leftovers == []
     assert json.loads(rigbook("status", "--json").stdout) == []

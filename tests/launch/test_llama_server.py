@@ -9,8 +9,6 @@ import os
 import stat
 from pathlib import Path
 
-from rigbook.launch.engines.llama_server import LlamaServerEngine
-from rigbook.launch.logscan import explain_exit
 from tests.launch.helpers import rigbook, write_recipe
 
 EMBEDDED = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
@@ -31,15 +29,25 @@ def plan_of(*args: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_embedded_default_runs_llama_server_with_four_slots_metrics_and_the_models_template(tmp_path):
+def test_the_embedded_default_runs_llama_server_with_four_slots_metrics_and_the_models_template(
+    tmp_path,
+):
     program = fake_program(tmp_path)
     plan = plan_of(EMBEDDED, "--port", "18123", env={"RIGBOOK_LLAMA_SERVER": str(program)})
     argv = plan["command"]["argv"]
     assert plan["kind"] == "llama_server" and argv[0] == str(program)
-    value = {opt: argv[argv.index(opt) + 1] for opt in
-             ("--port", "--host", "--parallel", "--alias", "--ctx-size", "--n-gpu-layers")}
-    assert value == {"--port": "18123", "--host": "127.0.0.1", "--parallel": "4", "--alias": "smollm2-135m-instruct",
-                     "--ctx-size": "4096", "--n-gpu-layers": "0"}  # the CPU slot offloads nothing
+    value = {
+        opt: argv[argv.index(opt) + 1]
+        for opt in ("--port", "--host", "--parallel", "--alias", "--ctx-size", "--n-gpu-layers")
+    }
+    assert value == {
+        "--port": "18123",
+        "--host": "127.0.0.1",
+        "--parallel": "4",
+        "--alias": "smollm2-135m-instruct",
+        "--ctx-size": "4096",
+        "--n-gpu-layers": "0",
+    }  # the CPU slot offloads nothing
     assert {"--cont-batching", "--metrics", "--jinja"} <= set(argv)
     assert argv[argv.index("--model") + 1].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
     assert plan["command"]["env"] == {"CUDA_VISIBLE_DEVICES": ""}
@@ -49,10 +57,30 @@ def test_the_embedded_default_runs_llama_server_with_four_slots_metrics_and_the_
 
 def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
     program = fake_program(tmp_path)
-    recipe = write_recipe(tmp_path, "k-llama-server", {
-        "kind": "llama_server", "binary": str(program), "model_path": "${MODELS_DIR}/m.gguf", "parallel": 8,
-        "cont_batching": False, "n_ctx": 8192,
-        "args": ["--port", "9999", "--host", "0.0.0.0", "-np", "2", "--metrics", "--no-jinja", "--threads", "3"]})
+    recipe = write_recipe(
+        tmp_path,
+        "k-llama-server",
+        {
+            "kind": "llama_server",
+            "binary": str(program),
+            "model_path": "${MODELS_DIR}/m.gguf",
+            "parallel": 8,
+            "cont_batching": False,
+            "n_ctx": 8192,
+            "args": [
+                "--port",
+                "9999",
+                "--host",
+                "0.0.0.0",
+                "-np",
+                "2",
+                "--metrics",
+                "--no-jinja",
+                "--threads",
+                "3",
+            ],
+        },
+    )
     plan = plan_of(str(recipe), "--port", "18124", "--models-dir", str(tmp_path / "models"))
     argv = plan["command"]["argv"]
     assert argv[argv.index("--model") + 1] == str(tmp_path / "models" / "m.gguf")
@@ -63,14 +91,25 @@ def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
     assert argv[-2:] == ["--threads", "3"]
     start = next(s for s in plan["steps"] if s["kind"] == "start")
     shown = " ".join(start["details"])
-    assert "replaced author-side option: --port 9999" in shown and "replaced author-side option: --no-jinja" in shown
+    assert (
+        "replaced author-side option: --port 9999" in shown
+        and "replaced author-side option: --no-jinja" in shown
+    )
     assert "each of the 8 slots gets 1024 tokens of context" in shown
 
 
 def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
     program = fake_program(tmp_path)
-    recipe = write_recipe(tmp_path, "k-tools", {"kind": "llama_server", "binary": str(program),
-                                                "model_path": str(tmp_path / "m.gguf"), "args": ["--tools", "all"]})
+    recipe = write_recipe(
+        tmp_path,
+        "k-tools",
+        {
+            "kind": "llama_server",
+            "binary": str(program),
+            "model_path": str(tmp_path / "m.gguf"),
+            "args": ["--tools", "all"],
+        },
+    )
     done = rigbook("up", str(recipe), "--yes", "--port", "18125", "--json")
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
@@ -79,8 +118,15 @@ def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
 
 
 def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):
-    recipe = write_recipe(tmp_path, "k-missing", {"kind": "llama_server", "binary": str(tmp_path / "no-such-server"),
-                                                  "model_path": str(tmp_path / "m.gguf")})
+    recipe = write_recipe(
+        tmp_path,
+        "k-missing",
+        {
+            "kind": "llama_server",
+            "binary": str(tmp_path / "no-such-server"),
+            "model_path": str(tmp_path / "m.gguf"),
+        },
+    )
     done = rigbook("up", str(recipe), "--yes", "--port", "18126", "--json")
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
@@ -88,7 +134,9 @@ def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):
     assert "no-such-server" in error["message"]
 
 
-def test_the_program_make_builds_beside_the_venvs_python_is_found_without_path(tmp_path, monkeypatch):
+def test_the_program_make_builds_beside_the_venvs_python_is_found_without_path(
+    tmp_path, monkeypatch
+):
     from rigbook.launch.engines import llama_server
     from rigbook.recipe.schema import LlamaServerLaunch
 

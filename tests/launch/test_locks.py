@@ -21,7 +21,12 @@ def test_a_second_launch_on_the_same_gpus_is_refused_with_the_holder(sleeper):
         locks.acquire(["gpu-1", "gpu-2"], "second", 12345)
     err = caught.value
     assert err.code == "E_LOCKED"
-    assert "gpu-1" in err.message and "'first'" in err.message and f"pid {sleeper.pid}" in err.message and "since" in err.message
+    assert (
+        "gpu-1" in err.message
+        and "'first'" in err.message
+        and f"pid {sleeper.pid}" in err.message
+        and "since" in err.message
+    )
     locks.acquire(["gpu-2"], "second", sleeper.pid)  # other GPUs are free
 
 

@@ -7,7 +7,7 @@ from rigbook.launch.logscan import explain_exit, first_error_line, scan_lines
 VLLM_FREE_MEMORY = [
     "INFO 07-17 00:07:07 [core.py:69] Initializing a V1 LLM engine (v0.9.2) with config: model='meta-llama/Llama-3.1-8B'",
     "(EngineCore_DP0 pid=6940) ERROR 02-24 20:21:58 [core.py:708] EngineCore failed to start.",
-    "(EngineCore_DP0 pid=6940)   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py\", line 239, in determine_available_memory",
+    '(EngineCore_DP0 pid=6940)   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py", line 239, in determine_available_memory',
     "ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memory utilization (0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
 ]
 TORCH_OOM = [
@@ -44,16 +44,19 @@ DOCKER_PORT = [
 ]
 
 
-@pytest.mark.parametrize(("lines", "code", "needle"), [
-    (VLLM_FREE_MEMORY, "E_GPU_MEMORY", "Free memory on device (0.49/79.32 GiB)"),
-    (TORCH_OOM, "E_GPU_MEMORY", "CUDA out of memory"),
-    (LLAMA_CPP_OOM, "E_GPU_MEMORY", "cudaMalloc failed"),
-    (NCCL_PEER, "E_P2P", "peer access is not supported"),
-    (SGLANG_CUSTOM_ALLREDUCE, "E_P2P", "custom_all_reduce"),
-    (NCCL_ONLY, "E_P2P", "ncclUnhandledCudaError"),
-    (UVICORN_PORT, "E_PORT", "address already in use"),
-    (DOCKER_PORT, "E_PORT", "port is already allocated"),
-])
+@pytest.mark.parametrize(
+    ("lines", "code", "needle"),
+    [
+        (VLLM_FREE_MEMORY, "E_GPU_MEMORY", "Free memory on device (0.49/79.32 GiB)"),
+        (TORCH_OOM, "E_GPU_MEMORY", "CUDA out of memory"),
+        (LLAMA_CPP_OOM, "E_GPU_MEMORY", "cudaMalloc failed"),
+        (NCCL_PEER, "E_P2P", "peer access is not supported"),
+        (SGLANG_CUSTOM_ALLREDUCE, "E_P2P", "custom_all_reduce"),
+        (NCCL_ONLY, "E_P2P", "ncclUnhandledCudaError"),
+        (UVICORN_PORT, "E_PORT", "address already in use"),
+        (DOCKER_PORT, "E_PORT", "port is already allocated"),
+    ],
+)
 def test_known_engine_errors_map_to_their_codes(lines, code, needle):
     hit = explain_exit(lines)
     assert hit is not None and hit.code == code and needle in hit.line
@@ -69,9 +72,15 @@ def test_an_unknown_failure_reports_the_engine_first_error_line():
     ]
     assert scan_lines(lines) is None
     hit = first_error_line(lines)
-    assert hit.code == "E_ENGINE_EXIT" and hit.line == "ValueError: Model path does not exist: /models/missing.gguf"
+    assert (
+        hit.code == "E_ENGINE_EXIT"
+        and hit.line == "ValueError: Model path does not exist: /models/missing.gguf"
+    )
 
 
 def test_a_healthy_log_has_nothing_to_report():
-    healthy = ["INFO:     Uvicorn running on http://127.0.0.1:8080 (Press CTRL+C to quit)", "llama_context: n_ctx = 2048"]
+    healthy = [
+        "INFO:     Uvicorn running on http://127.0.0.1:8080 (Press CTRL+C to quit)",
+        "llama_context: n_ctx = 2048",
+    ]
     assert explain_exit(healthy) is None

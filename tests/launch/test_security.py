@@ -12,12 +12,19 @@ from rigbook.recipe import load_recipe_file
 from tests.conftest import free_port
 from tests.launch.helpers import RIG_2X, rigbook, write_recipe
 
-UNSAFE = {"kind": "docker", "image": "example/engine:1", "container_port": 8000, "args": ["--privileged", "-v", "/:/host"]}
+UNSAFE = {
+    "kind": "docker",
+    "image": "example/engine:1",
+    "container_port": 8000,
+    "args": ["--privileged", "-v", "/:/host"],
+}
 
 
 def test_up_refuses_privileged_and_a_root_bind_mount_naming_both(tmp_path):
     path = write_recipe(tmp_path, "unsafe", UNSAFE)
-    done = rigbook("up", str(path), "--yes", "--rig", str(RIG_2X), "--json", env={"PATH": "/nonexistent"})
+    done = rigbook(
+        "up", str(path), "--yes", "--rig", str(RIG_2X), "--json", env={"PATH": "/nonexistent"}
+    )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_UNSAFE"
@@ -33,10 +40,23 @@ def test_the_dry_run_shows_the_refusal_too(tmp_path):
 
 def test_allowing_both_by_name_gets_past_the_refusal(tmp_path):
     path = write_recipe(tmp_path, "unsafe", UNSAFE)
-    done = rigbook("up", str(path), "--yes", "--rig", str(RIG_2X), "--allow", "privileged", "--allow", "bind-mount",
-                   "--json", env={"PATH": "/nonexistent"})
+    done = rigbook(
+        "up",
+        str(path),
+        "--yes",
+        "--rig",
+        str(RIG_2X),
+        "--allow",
+        "privileged",
+        "--allow",
+        "bind-mount",
+        "--json",
+        env={"PATH": "/nonexistent"},
+    )
     assert done.returncode == 2
-    assert json.loads(done.stdout)["error"]["code"] == "E_ENGINE_MISSING"  # no docker here: the next gate
+    assert (
+        json.loads(done.stdout)["error"]["code"] == "E_ENGINE_MISSING"
+    )  # no docker here: the next gate
 
 
 def test_non_tty_without_yes_is_not_confirmed_and_nothing_starts(rigbook_home):
@@ -50,9 +70,17 @@ def test_shell_metacharacters_in_env_and_argv_stay_literal(tmp_path):
     canary = Path("/tmp") / f"pwned-{uuid.uuid4().hex}"
     evil = f"$(touch {canary}); rm -rf {tmp_path}/keep `touch {canary}` && echo hi"
     (tmp_path / "keep").mkdir()
-    launch = {"kind": "script_repo", "git_url": "https://example.invalid/x.git",
-              "start": [sys.executable, "-c", "import os, sys; print(repr(os.environ['EVIL'])); print(repr(sys.argv[1]))", evil],
-              "env": {"EVIL": evil}}
+    launch = {
+        "kind": "script_repo",
+        "git_url": "https://example.invalid/x.git",
+        "start": [
+            sys.executable,
+            "-c",
+            "import os, sys; print(repr(os.environ['EVIL'])); print(repr(sys.argv[1]))",
+            evil,
+        ],
+        "env": {"EVIL": evil},
+    }
     recipe = load_recipe_file(str(write_recipe(tmp_path, "echo", launch, serve={"port": 18022})))
     plan = build_plan(recipe, models_dir=tmp_path, allow=["shell"])
     command = plan.command.model_copy(update={"cwd": str(tmp_path)})

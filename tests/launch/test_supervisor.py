@@ -48,7 +48,10 @@ def test_an_engine_that_exits_reports_its_first_error_line(tmp_path):
     with pytest.raises(LaunchError) as caught:
         wait_ready(proc, f"http://127.0.0.1:{free_port()}", tmp_path / "log", timeout=30)
     assert caught.value.code == "E_ENGINE_EXIT"
-    assert "status 3" in caught.value.message and "ValueError: unknown quantization nvfp5" in caught.value.message
+    assert (
+        "status 3" in caught.value.message
+        and "ValueError: unknown quantization nvfp5" in caught.value.message
+    )
 
 
 def test_a_missing_engine_program_is_e_engine_missing(tmp_path):

@@ -22,32 +22,49 @@ def git_repo(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[str, 
     repo = tmp_path / "upstream"
     (repo / "patches").mkdir(parents=True)
     (repo / "notes.txt").write_text("v1\n")
-    (repo / "patches" / "v2.patch").write_text("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-v1\n+v2\n")
+    (repo / "patches" / "v2.patch").write_text(
+        "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-v1\n+v2\n"
+    )
     for name, text in (files or {}).items():
         (repo / name).write_text(text)
     subprocess.run([*GIT, "init", "-q", str(repo)], check=True)
     subprocess.run([*GIT, "-C", str(repo), "add", "."], check=True)
     subprocess.run([*GIT, "-C", str(repo), "commit", "-q", "-m", "init"], check=True)
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     return f"file://{repo}", commit, "patches/v2.patch"
 
 
 def script_recipe(tmp_path: Path, slug: str, code: str, **launch) -> Path:
     """A script recipe whose start runs ``code`` (its start.py) in Python, from a fresh local repository."""
     url, commit, _ = git_repo(tmp_path / slug, {"start.py": code})
-    return write_recipe(tmp_path, slug, {"kind": "script_repo", "git_url": url, "commit": commit,
-                                         "start": [sys.executable, "start.py"], **launch}, serve={"port": 47470})
+    return write_recipe(
+        tmp_path,
+        slug,
+        {
+            "kind": "script_repo",
+            "git_url": url,
+            "commit": commit,
+            "start": [sys.executable, "start.py"],
+            **launch,
+        },
+        serve={"port": 47470},
+    )
 
 
 def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_path):
     path = script_recipe(tmp_path, "warns", "import sys; sys.exit(3)")
     recipe = json.loads(path.read_text())
-    recipe["hardware"] = [{"slug": "x", "vendor": "nvidia", "card": "RTX PRO 6000 Blackwell", "device_count": 2}]
+    recipe["hardware"] = [
+        {"slug": "x", "vendor": "nvidia", "card": "RTX PRO 6000 Blackwell", "device_count": 2}
+    ]
     recipe["rigbook"]["power_limit_w_per_gpu"] = 250
     path.write_text(json.dumps(recipe))
     done = rigbook("up", str(path), "--yes", "--rig", str(RIG_2X))
-    assert done.returncode == 2 and "error[E_ENGINE_EXIT]" in done.stderr  # the start fails after the output
+    assert (
+        done.returncode == 2 and "error[E_ENGINE_EXIT]" in done.stderr
+    )  # the start fails after the output
     assert "warning[W_POWER]" in done.stdout
     command = next(line for line in done.stdout.splitlines() if "$ " in line)
     assert "CUDA_VISIBLE_DEVICES=0,1" in command and command.endswith(f"{sys.executable} start.py")
@@ -56,8 +73,14 @@ def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_
 def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbook_home):
     logs = rigbook_home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    (logs / "fails.log").write_text("ERROR:    [Errno 98] error while attempting to bind on address: address already in use\n")
-    path = script_recipe(tmp_path, "fails", "import sys; print('ValueError: unknown quantization nvfp5'); sys.exit(3)")
+    (logs / "fails.log").write_text(
+        "ERROR:    [Errno 98] error while attempting to bind on address: address already in use\n"
+    )
+    path = script_recipe(
+        tmp_path,
+        "fails",
+        "import sys; print('ValueError: unknown quantization nvfp5'); sys.exit(3)",
+    )
     done = rigbook("up", str(path), "--yes", "--json")
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_ENGINE_EXIT" and "unknown quantization nvfp5" in error["message"]
@@ -65,14 +88,32 @@ def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbo
 
 def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_path, rigbook_home):
     # The first launch's script dry run marks that it runs, then takes a while: its fetch step is in progress.
-    slow = ("import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(20)\n"
-            "else:\n    sys.exit(3)\n")
+    slow = (
+        "import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(20)\n"
+        "else:\n    sys.exit(3)\n"
+    )
     marks = [tmp_path / "first.mark", tmp_path / "second.mark"]
-    paths = [script_recipe(tmp_path, slug, slow, dry_run_env={"DRY_RUN": "1"}, env={"MARK": str(mark)})
-             for slug, mark in zip(("first", "second"), marks, strict=True)]
-    first = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(paths[0]), "--yes", "--json",
-                              "--allow", "env:MARK"],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    paths = [
+        script_recipe(tmp_path, slug, slow, dry_run_env={"DRY_RUN": "1"}, env={"MARK": str(mark)})
+        for slug, mark in zip(("first", "second"), marks, strict=True)
+    ]
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "up",
+            str(paths[0]),
+            "--yes",
+            "--json",
+            "--allow",
+            "env:MARK",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marks[0].exists() and time.monotonic() < deadline and first.poll() is None:
@@ -91,8 +132,17 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
 
 def test_a_patched_script_recipe_can_be_fetched_again(tmp_path):
     url, commit, patch = git_repo(tmp_path)
-    path = write_recipe(tmp_path, "patched", {"kind": "script_repo", "git_url": url, "commit": commit,
-                                              "patches": [patch], "start": ["true"]})
+    path = write_recipe(
+        tmp_path,
+        "patched",
+        {
+            "kind": "script_repo",
+            "git_url": url,
+            "commit": commit,
+            "patches": [patch],
+            "start": ["true"],
+        },
+    )
     recipe = load_recipe_file(str(path))
     for _ in range(2):
         plan = build_plan(recipe, models_dir=tmp_path)
@@ -105,7 +155,11 @@ def test_up_yes_without_a_recipe_never_auto_picks_a_gpu_recipe(rigbook_home):
     done = rigbook("up", "--yes", "--rig", str(RIG_2X), "--json")
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
-    assert error["code"] == "E_INPUT" and GUIDE in error["message"] and f"rigbook up {GUIDE} --yes" in error["remedy"]
+    assert (
+        error["code"] == "E_INPUT"
+        and GUIDE in error["message"]
+        and f"rigbook up {GUIDE} --yes" in error["remedy"]
+    )
     assert not (rigbook_home / "repos").exists() or not any((rigbook_home / "repos").iterdir())
 
 
@@ -114,7 +168,11 @@ def test_logs_and_down_refuse_a_name_that_leaves_rigbook_home(rigbook_home):
     secret.write_text("TOKEN=hunter2\n")
     try:
         done = rigbook("logs", "../../secret")
-        assert done.returncode == 2 and "error[E_INPUT]" in done.stderr and "hunter2" not in done.stdout
+        assert (
+            done.returncode == 2
+            and "error[E_INPUT]" in done.stderr
+            and "hunter2" not in done.stdout
+        )
         stopped = rigbook("down", "../../secret", "--json")
         assert json.loads(stopped.stdout)["error"]["code"] == "E_INPUT"
     finally:
@@ -129,13 +187,33 @@ def test_a_second_launch_under_a_running_launchs_name_is_refused(rigbook_home):
     from rigbook.launch import state
 
     me = psutil.Process()
-    state.save(state.RunState(name="taken", recipe="x", kind="llama_cpp", pid=os.getpid(), pgid=os.getpgid(0),
-                              create_time=me.create_time(), started_at=state.now_iso(), url="http://127.0.0.1:1",
-                              port=1, model_id=None, slot=["gpu-0"], log=str(rigbook_home / "x.log"), argv=["x"]))
-    done = rigbook("up", "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp", "--name", "taken", "--yes", "--json")
+    state.save(
+        state.RunState(
+            name="taken",
+            recipe="x",
+            kind="llama_cpp",
+            pid=os.getpid(),
+            pgid=os.getpgid(0),
+            create_time=me.create_time(),
+            started_at=state.now_iso(),
+            url="http://127.0.0.1:1",
+            port=1,
+            model_id=None,
+            slot=["gpu-0"],
+            log=str(rigbook_home / "x.log"),
+            argv=["x"],
+        )
+    )
+    done = rigbook(
+        "up", "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp", "--name", "taken", "--yes", "--json"
+    )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
-    assert error["code"] == "E_INPUT" and "'taken' already runs" in error["message"] and "rigbook down taken" in error["remedy"]
+    assert (
+        error["code"] == "E_INPUT"
+        and "'taken' already runs" in error["message"]
+        and "rigbook down taken" in error["remedy"]
+    )
     assert state.load("taken").pid == os.getpid()  # the running launch's state is untouched
 
 
@@ -172,8 +250,13 @@ def test_ctrl_c_during_the_smoke_test_says_so_and_stops_the_engine(tmp_path, rig
 
     mark = tmp_path / "smoke.mark"
     path = script_recipe(tmp_path, "hangs", HANGS_ON_SMOKE, env={"MARK": str(mark)})
-    up = subprocess.Popen([sys.executable, "-m", "rigbook", "up", str(path), "--yes", "--allow", "env:MARK"],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "rigbook", "up", str(path), "--yes", "--allow", "env:MARK"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not mark.exists() and time.monotonic() < deadline and up.poll() is None:
@@ -187,5 +270,8 @@ def test_ctrl_c_during_the_smoke_test_says_so_and_stops_the_engine(tmp_path, rig
             up.kill()
     assert up.returncode == 130
     assert "interrupted: stopping hangs" in err
-    assert not psutil.pid_exists(engine_pid) or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
+    assert (
+        not psutil.pid_exists(engine_pid)
+        or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
+    )
     assert not list((rigbook_home / "locks").glob("*.json"))

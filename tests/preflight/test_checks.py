@@ -32,10 +32,16 @@ def codes(report) -> list[str]:
 
 
 def test_h200_against_the_guide_recipe():
-    h200 = rig_from_nvml(read_nvml(NvmlReplay.from_file(FIXTURES / "rigs" / "h200-1gpu-vm.nvml.json")))
+    h200 = rig_from_nvml(
+        read_nvml(NvmlReplay.from_file(FIXTURES / "rigs" / "h200-1gpu-vm.nvml.json"))
+    )
     report = check_recipe(resolve_recipe(GUIDE), h200)
     model = next(f for f in report.findings if f.code == "E_GPU_MODEL")
-    assert model.gpus == [0] and "NVIDIA H200" in model.message and "RTX PRO 6000 Blackwell" in model.message
+    assert (
+        model.gpus == [0]
+        and "NVIDIA H200" in model.message
+        and "RTX PRO 6000 Blackwell" in model.message
+    )
     count = next(f for f in report.findings if f.code == "E_GPU_COUNT")
     assert "runs on 2 GPUs; this rig has 1" in count.message
     power = next(f for f in report.findings if f.code == "W_POWER")
@@ -49,7 +55,9 @@ def test_seed_memory_need_comes_from_gpu_memory_utilization():
     assert need.for_total(97887, 96) == 96419
     r = rig()
     r.gpus[1].memory_free_mib = 96000
-    [memory] = [f for f in check_recipe(resolve_recipe(SEED), r).findings if f.code == "E_GPU_MEMORY"]
+    [memory] = [
+        f for f in check_recipe(resolve_recipe(SEED), r).findings if f.code == "E_GPU_MEMORY"
+    ]
     assert memory.gpus == [1] and "needs 96419 MiB (0.985 × 97887 MiB" in memory.message
 
 
@@ -61,8 +69,16 @@ def test_argv_flag_gives_memory_need():
 
 
 def test_card_variants():
-    assert primary_variant(parse_card("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition")) == "maxq"
-    assert parse_card("NVIDIA RTX PRO 6000 Blackwell Server Edition").model == ("rtx", "pro", "6000", "blackwell")
+    assert (
+        primary_variant(parse_card("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"))
+        == "maxq"
+    )
+    assert parse_card("NVIDIA RTX PRO 6000 Blackwell Server Edition").model == (
+        "rtx",
+        "pro",
+        "6000",
+        "blackwell",
+    )
     assert parse_card("NVIDIA H200 NVL").model == parse_card("NVIDIA H200").model
 
 
@@ -94,18 +110,26 @@ def test_disk_too_small_for_weights():
     assert disk.message == "weights need 188.9 GB; /models has 100.0 GB free"
 
 
-@pytest.mark.parametrize("pointer", [
-    "https://huggingface.co/local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
-    "hf://local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",  # what `rigbook up` also reads
-    "local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
-])
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        "https://huggingface.co/local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
+        "hf://local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",  # what `rigbook up` also reads
+        "local-inference-lab/GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD",
+    ],
+)
 def test_disk_already_holding_the_weights_counts_them(tmp_path, pointer):
     r = rig()
     r.live = True
     recipe = resolve_recipe(SEED)
     recipe.artifacts[0].size_bytes = 10
     recipe.artifacts[0].pointer = pointer
-    folder = tmp_path / "local-inference-lab" / "GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD" / recipe.artifacts[0].pin
+    folder = (
+        tmp_path
+        / "local-inference-lab"
+        / "GLM-5.3-Flash-NVFP4-MXFP8-CSF-QAD"
+        / recipe.artifacts[0].pin
+    )
     folder.mkdir(parents=True)
     (folder / "model.safetensors").write_bytes(b"x" * 10)
     r.models_disk = Disk(path=str(tmp_path), free_bytes=5)
@@ -125,7 +149,11 @@ def test_port_taken_on_a_live_rig():
         holder.bind(("0.0.0.0", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        [taken] = [f for f in check_recipe(resolve_recipe(GUIDE), r, port=port).findings if f.code == "E_PORT"]
+        [taken] = [
+            f
+            for f in check_recipe(resolve_recipe(GUIDE), r, port=port).findings
+            if f.code == "E_PORT"
+        ]
         assert taken.message == f"port {port} is already in use on this machine"
         assert "E_PORT" not in codes(check_recipe(resolve_recipe(GUIDE), rig(), port=port))
 
@@ -135,7 +163,9 @@ def test_a_port_with_only_time_wait_connections_is_free():
     from rigbook.preflight.checks.host import port_taken
 
     listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn, llama-server and vLLM do
+    listener.setsockopt(
+        socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+    )  # as uvicorn, llama-server and vLLM do
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     port = listener.getsockname()[1]
@@ -149,8 +179,13 @@ def test_a_port_with_only_time_wait_connections_is_free():
 
 def test_saved_copy_test_failure_is_e_p2p_and_skip_is_w_p2p_test():
     r = rig()
-    r.p2p_test = P2PTest.model_validate({"backend": "torch", "size_mib": 256,
-                                         "pairs": [{"a": 0, "b": 1, "verified": False, "error": "RuntimeError: peer mapping"}]})
+    r.p2p_test = P2PTest.model_validate(
+        {
+            "backend": "torch",
+            "size_mib": 256,
+            "pairs": [{"a": 0, "b": 1, "verified": False, "error": "RuntimeError: peer mapping"}],
+        }
+    )
     [p2p] = [f for f in check_recipe(resolve_recipe(GUIDE), r).findings if f.code == "E_P2P"]
     assert "copy test failed (torch): RuntimeError: peer mapping" in p2p.message
     r.p2p_test = P2PTest(size_mib=256, skipped="neither PyTorch nor CuPy is importable")

@@ -16,26 +16,85 @@ EMBEDDED = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
 
 CASES = [
     ("2x-rtx-pro-6000-300w", GUIDE, None, [("W_LICENSE", [])]),
-    ("2x-rtx-pro-6000-300w", SEED, None, [("W_GPU_VARIANT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])]),
-    ("2x-rtx-pro-6000-300w", str(SEED_RECORD), None, [("W_GPU_VARIANT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])]),
+    (
+        "2x-rtx-pro-6000-300w",
+        SEED,
+        None,
+        [("W_GPU_VARIANT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])],
+    ),
+    (
+        "2x-rtx-pro-6000-300w",
+        str(SEED_RECORD),
+        None,
+        [("W_GPU_VARIANT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])],
+    ),
     ("2x-rtx-pro-6000-300w", EMBEDDED, None, []),
-    ("2x-rtx-pro-6000-300w", FOUR, None, [("E_GPU_COUNT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])]),
+    (
+        "2x-rtx-pro-6000-300w",
+        FOUR,
+        None,
+        [("E_GPU_COUNT", [0, 1]), ("W_POWER", [0]), ("W_POWER", [1])],
+    ),
     ("2x-rtx-pro-6000-300w-p2p-broken", GUIDE, None, [("E_P2P", [0, 1]), ("W_LICENSE", [])]),
-    ("4x-rtx-pro-6000-250w-one-busy", FOUR, None,
-     [("W_GPU_BUSY", [3]), ("W_TOPOLOGY", [0, 2]), ("W_TOPOLOGY", [0, 3]), ("W_TOPOLOGY", [1, 2]), ("W_TOPOLOGY", [1, 3])]),
-    ("4x-rtx-pro-6000-250w-one-busy", GUIDE, None, [("W_POWER", [0]), ("W_POWER", [1]), ("W_LICENSE", [])]),
-    ("4x-rtx-pro-6000-250w-one-busy", GUIDE, [2, 3],
-     [("E_GPU_MEMORY", [3]), ("W_GPU_BUSY", [3]), ("W_POWER", [2]), ("W_POWER", [3]), ("W_LICENSE", [])]),
+    (
+        "4x-rtx-pro-6000-250w-one-busy",
+        FOUR,
+        None,
+        [
+            ("W_GPU_BUSY", [3]),
+            ("W_TOPOLOGY", [0, 2]),
+            ("W_TOPOLOGY", [0, 3]),
+            ("W_TOPOLOGY", [1, 2]),
+            ("W_TOPOLOGY", [1, 3]),
+        ],
+    ),
+    (
+        "4x-rtx-pro-6000-250w-one-busy",
+        GUIDE,
+        None,
+        [("W_POWER", [0]), ("W_POWER", [1]), ("W_LICENSE", [])],
+    ),
+    (
+        "4x-rtx-pro-6000-250w-one-busy",
+        GUIDE,
+        [2, 3],
+        [
+            ("E_GPU_MEMORY", [3]),
+            ("W_GPU_BUSY", [3]),
+            ("W_POWER", [2]),
+            ("W_POWER", [3]),
+            ("W_LICENSE", []),
+        ],
+    ),
     ("2x-rtx-pro-6000-250w", GUIDE, None, [("W_POWER", [0]), ("W_POWER", [1]), ("W_LICENSE", [])]),
-    ("no-driver", GUIDE, None,
-     [("E_GPU_COUNT", []), ("E_DRIVER", []), ("E_TOOLKIT", []), ("E_TOOL", []), ("W_LICENSE", []), ("I_NO_GPU", [])]),
-    ("no-driver", SEED, None, [("E_GPU_COUNT", []), ("E_DRIVER", []), ("E_TOOLKIT", []), ("I_NO_GPU", [])]),
+    (
+        "no-driver",
+        GUIDE,
+        None,
+        [
+            ("E_GPU_COUNT", []),
+            ("E_DRIVER", []),
+            ("E_TOOLKIT", []),
+            ("E_TOOL", []),
+            ("W_LICENSE", []),
+            ("I_NO_GPU", []),
+        ],
+    ),
+    (
+        "no-driver",
+        SEED,
+        None,
+        [("E_GPU_COUNT", []), ("E_DRIVER", []), ("E_TOOLKIT", []), ("I_NO_GPU", [])],
+    ),
     ("no-driver", EMBEDDED, None, [("I_NO_GPU", [])]),
 ]
 
 
-@pytest.mark.parametrize(("rig_name", "recipe", "gpus", "expected"), CASES,
-                         ids=[f"{c[0]}:{c[1].rsplit('/', 1)[-1][:40]}:{c[2]}" for c in CASES])
+@pytest.mark.parametrize(
+    ("rig_name", "recipe", "gpus", "expected"),
+    CASES,
+    ids=[f"{c[0]}:{c[1].rsplit('/', 1)[-1][:40]}:{c[2]}" for c in CASES],
+)
 def test_findings(rig_name, recipe, gpus, expected):
     rig = load_rig(FIXTURES / "rigs" / f"{rig_name}.rig.json")
     report = check_recipe(resolve_recipe(recipe), rig, gpus=gpus)

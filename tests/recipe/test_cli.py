@@ -6,7 +6,9 @@ from tests.conftest import SEED_RECORD
 
 
 def rigbook(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_validate_accepts_the_seed_record():
@@ -43,8 +45,10 @@ def test_recipes_list_shows_the_catalog_and_show_prints_the_record_as_loaded(see
 
 def test_search_and_hash():
     found = json.loads(rigbook("recipes", "search", "smollm2 cpu", "--json").stdout)
-    assert sorted(r["slug"] for r in found) == ["smollm2-135m-instruct-on-cpu-vllm",
-                                                "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"]
+    assert sorted(r["slug"] for r in found) == [
+        "smollm2-135m-instruct-on-cpu-vllm",
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+    ]
     hashed = rigbook("recipe", "hash", str(SEED_RECORD))
     assert hashed.returncode == 0 and hashed.stdout.startswith("sha256:")
     unknown = rigbook("recipes", "show", "no-such-recipe")
@@ -56,8 +60,13 @@ def test_list_keeps_every_slug_whole_on_a_narrow_and_a_wide_terminal():
 
     slugs = [r["slug"] for r in json.loads(rigbook("recipes", "list", "--json").stdout)]
     for columns in ("80", "160"):
-        done = subprocess.run([sys.executable, "-m", "rigbook", "recipes", "list"], capture_output=True, text=True,
-                              timeout=60, env={**os.environ, "COLUMNS": columns})
+        done = subprocess.run(
+            [sys.executable, "-m", "rigbook", "recipes", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": columns},
+        )
         assert done.returncode == 0, done.stderr
         assert all(len(line) <= int(columns) for line in done.stdout.splitlines())
         assert all(slug in done.stdout for slug in slugs), done.stdout

@@ -9,21 +9,36 @@ from rigbook.recipe.hf import artifact_repo, parse_repo_id
 from rigbook.recipe.schema import Artifact
 
 
-@pytest.mark.parametrize("text", [
-    "HuggingFaceTB/SmolLM2-135M-Instruct",
-    "hf://HuggingFaceTB/SmolLM2-135M-Instruct",
-    "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct",
-    "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/tree/main",
-    " hf://HuggingFaceTB/SmolLM2-135M-Instruct/ ",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "hf://HuggingFaceTB/SmolLM2-135M-Instruct",
+        "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct",
+        "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/tree/main",
+        " hf://HuggingFaceTB/SmolLM2-135M-Instruct/ ",
+    ],
+)
 def test_every_form_gives_org_slash_name(text):
     assert parse_repo_id(text) == "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
-@pytest.mark.parametrize("text", [
-    "", "SmolLM2", "hf://", "a/b/c", "../etc/passwd", "hf://../x", "org/..", "/abs/path",
-    "https://example.com/org/name", "org/name with space", ".hidden/name",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "SmolLM2",
+        "hf://",
+        "a/b/c",
+        "../etc/passwd",
+        "hf://../x",
+        "org/..",
+        "/abs/path",
+        "https://example.com/org/name",
+        "org/name with space",
+        ".hidden/name",
+    ],
+)
 def test_what_is_not_a_repo_id_is_none(text):
     assert parse_repo_id(text) is None
 

@@ -15,7 +15,9 @@ def test_seed_record_round_trips_to_the_same_json_value(seed_record):
     recipe = parse_recipe(seed_record)
     assert dump_recipe(recipe) == seed_record
     # Not only the same value: the same text, numbers included (207 stays 207, not 207.0).
-    assert json.dumps(dump_recipe(recipe), sort_keys=True) == json.dumps(seed_record, sort_keys=True)
+    assert json.dumps(dump_recipe(recipe), sort_keys=True) == json.dumps(
+        seed_record, sort_keys=True
+    )
 
 
 def test_metrics_stays_a_string_and_is_exposed_parsed(seed_record):
@@ -45,14 +47,22 @@ def test_a_broken_record_names_each_bad_field(seed_record):
     with pytest.raises(RecipeInvalid) as info:
         parse_recipe(broken)
     text = "\n".join(info.value.details)
-    for path in ("config.launch", "hardware.0.device_count", "perf_points.1.concurrency", "performance.0.metrics", "title"):
+    for path in (
+        "config.launch",
+        "hardware.0.device_count",
+        "perf_points.1.concurrency",
+        "performance.0.metrics",
+        "title",
+    ):
         assert path in text
     assert info.value.code == "E_RECIPE_INVALID"
 
 
 def test_catalog_holds_the_five_seed_recipes_with_the_seed_numbers():
     recipes = {r.slug: r for r in list_recipes()}
-    assert len(recipes) == 7  # the five the seeds describe, rigbook's measured GPU recipe, the vLLM CPU one
+    assert (
+        len(recipes) == 7
+    )  # the five the seeds describe, rigbook's measured GPU recipe, the vLLM CPU one
     guide2 = recipes["glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"]
     assert [p.decode_tok_s for p in guide2.perf_points] == [238.3, 448.7]
     assert guide2.perf_points[1].per_request_decode_tok_s_median == 114.9
@@ -95,7 +105,13 @@ def test_hash_does_not_depend_on_key_order(seed_record):
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.dictionaries(st.text(min_size=1, max_size=8), st.one_of(st.integers(), st.text(max_size=5), st.none()), max_size=4))
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.one_of(st.integers(), st.text(max_size=5), st.none()),
+        max_size=4,
+    )
+)
 def test_arbitrary_extra_fields_survive_the_round_trip(extra):
     record = json.loads(SEED_RECORD.read_text())
     record["speeds"].update({f"x_{k}": v for k, v in extra.items()})
@@ -111,7 +127,18 @@ def test_hash_follows_the_documented_steps_on_the_raw_record(seed_record):
     """docs/recipe.md's recipe, applied by hand to the record as published, gives rigbook's hash."""
     import hashlib
 
-    content = {k: v for k, v in seed_record.items() if k not in ("revision", "links", "created_at", "updated_at", "speeds")}
-    content["perf_points"] = [{k: v for k, v in p.items() if k != "id"} for p in content["perf_points"]]
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    assert recipe_hash(parse_recipe(seed_record)) == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    content = {
+        k: v
+        for k, v in seed_record.items()
+        if k not in ("revision", "links", "created_at", "updated_at", "speeds")
+    }
+    content["perf_points"] = [
+        {k: v for k, v in p.items() if k != "id"} for p in content["perf_points"]
+    ]
+    text = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    assert (
+        recipe_hash(parse_recipe(seed_record))
+        == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    )

@@ -27,7 +27,9 @@ LSPCI = """40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Device 14ab (r
 
 
 def test_driver_params_from_the_h200():
-    text = json.loads((FIXTURES / "rigs" / "h200-1gpu-vm.nvml.json").read_text())["files"]["/proc/driver/nvidia/params"]
+    text = json.loads((FIXTURES / "rigs" / "h200-1gpu-vm.nvml.json").read_text())["files"][
+        "/proc/driver/nvidia/params"
+    ]
     params = parse_params(text)
     assert params["EnableStreamMemOPs"] == "0"
     assert params["RegistryDwords"] == ""
@@ -41,29 +43,47 @@ def test_unreadable_params_keep_the_error(tmp_path):
 
 def test_acs_redirects_found():
     acs = parse_acs(LSPCI)
-    assert [(a.device.split()[0], a.redirects) for a in acs] == [("40:01.1", True), ("41:00.0", False)]
+    assert [(a.device.split()[0], a.redirects) for a in acs] == [
+        ("40:01.1", True),
+        ("41:00.0", False),
+    ]
 
 
 def test_docker_info_runtimes():
-    docker = parse_docker_info(json.dumps({"ServerVersion": "28.3.3", "Runtimes": {"runc": {}, "nvidia": {}},
-                                           "DefaultRuntime": "runc", "CDISpecDirs": ["/etc/cdi"]}))
+    docker = parse_docker_info(
+        json.dumps(
+            {
+                "ServerVersion": "28.3.3",
+                "Runtimes": {"runc": {}, "nvidia": {}},
+                "DefaultRuntime": "runc",
+                "CDISpecDirs": ["/etc/cdi"],
+            }
+        )
+    )
     assert docker.available and docker.runtimes == ["nvidia", "runc"] and docker.nvidia_ready
 
 
 def test_docker_info_server_error_is_unavailable():
-    docker = parse_docker_info(json.dumps({"ServerErrors": ["Cannot connect to the Docker daemon"]}))
+    docker = parse_docker_info(
+        json.dumps({"ServerErrors": ["Cannot connect to the Docker daemon"]})
+    )
     assert not docker.available and "Cannot connect" in docker.errors[0].error
 
 
 def test_cdi_specs_naming_nvidia(tmp_path):
     (tmp_path / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n")
     (tmp_path / "other.yaml").write_text("kind: vendor.com/fpga\n")
-    assert nvidia_cdi_specs([str(tmp_path), str(tmp_path / "absent")]) == [str(tmp_path / "nvidia.yaml")]
+    assert nvidia_cdi_specs([str(tmp_path), str(tmp_path / "absent")]) == [
+        str(tmp_path / "nvidia.yaml")
+    ]
 
 
 def test_os_cpu_ram_parsers():
     assert os_name('NAME="Ubuntu"\nPRETTY_NAME="Ubuntu 24.04.2 LTS"\n') == "Ubuntu 24.04.2 LTS"
-    assert cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 9554 64-Core Processor\n") == "AMD EPYC 9554 64-Core Processor"
+    assert (
+        cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 9554 64-Core Processor\n")
+        == "AMD EPYC 9554 64-Core Processor"
+    )
     assert meminfo_mib("MemTotal:       16384000 kB\n", "MemTotal") == 16000
 
 

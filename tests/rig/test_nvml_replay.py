@@ -31,7 +31,11 @@ def test_h200_values_come_through(recording):
     assert gpu.pci_bus_id == "00000000:00:06.0"
     assert (gpu.pcie_gen_current, gpu.pcie_width_current) == (5, 16)
     assert gpu.power_enforced_limit_w == 700.0
-    assert (gpu.power_default_limit_w, gpu.power_min_limit_w, gpu.power_max_limit_w) == (700.0, 200.0, 700.0)
+    assert (gpu.power_default_limit_w, gpu.power_min_limit_w, gpu.power_max_limit_w) == (
+        700.0,
+        200.0,
+        700.0,
+    )
     assert gpu.power_draw_w == pytest.approx(120.342)
     assert gpu.energy_mj == 2426939
     assert gpu.memory_query == "v2"
@@ -40,7 +44,11 @@ def test_h200_values_come_through(recording):
     assert gpu.memory_reserved_mib == 615
     assert gpu.compute_capability == "9.0"
     assert (gpu.clock_sm_mhz, gpu.clock_mem_mhz, gpu.temperature_c) == (405, 3201, 35)
-    assert gpu.persistence_mode is True and gpu.ecc_mode_current is True and gpu.mig_mode_current is False
+    assert (
+        gpu.persistence_mode is True
+        and gpu.ecc_mode_current is True
+        and gpu.mig_mode_current is False
+    )
     assert gpu.processes == []
 
 
@@ -48,7 +56,12 @@ def test_nvml_error_is_kept_with_its_code(recording):
     [gpu] = read_nvml(NvmlReplay(recording)).gpus
     assert gpu.nvlinks == []
     [error] = gpu.errors
-    assert (error.field, error.query, error.error, error.nvml_code) == ("nvlinks", "nvmlDeviceGetNvLinkState", "Not Supported", 3)
+    assert (error.field, error.query, error.error, error.nvml_code) == (
+        "nvlinks",
+        "nvmlDeviceGetNvLinkState",
+        "Not Supported",
+        3,
+    )
 
 
 def test_replay_raises_real_pynvml_errors(recording):
@@ -68,7 +81,9 @@ def test_failed_power_query_leaves_null_and_error(recording):
     recording["devices"][0]["power_enforced_limit_mw"] = {"nvml_error": "No Permission", "code": 4}
     [gpu] = read_nvml(NvmlReplay(recording)).gpus
     assert gpu.power_enforced_limit_w is None
-    assert [e.error for e in gpu.errors if e.field == "power_enforced_limit_w"] == ["Insufficient Permissions"]
+    assert [e.error for e in gpu.errors if e.field == "power_enforced_limit_w"] == [
+        "Insufficient Permissions"
+    ]
 
 
 def test_no_driver_gives_no_gpus_and_a_reason(recording):
@@ -84,12 +99,26 @@ def test_pairs_read_p2p_status_and_topology(recording):
     second["compute_processes"] = [{"pid": 77, "usedGpuMemory": 2 * 2**30, "name": "vllm"}]
     recording["devices"].append(second)
     recording["device_count"] = 2
-    recording["p2p"] = [{"a": 0, "b": 1, "read": pynvml.NVML_P2P_STATUS_OK, "write": pynvml.NVML_P2P_STATUS_OK,
-                         "nvlink": pynvml.NVML_P2P_STATUS_NOT_SUPPORTED, "atomics": {"nvml_error": "Unknown Error", "code": 999},
-                         "topology": pynvml.NVML_TOPOLOGY_NODE}]
+    recording["p2p"] = [
+        {
+            "a": 0,
+            "b": 1,
+            "read": pynvml.NVML_P2P_STATUS_OK,
+            "write": pynvml.NVML_P2P_STATUS_OK,
+            "nvlink": pynvml.NVML_P2P_STATUS_NOT_SUPPORTED,
+            "atomics": {"nvml_error": "Unknown Error", "code": 999},
+            "topology": pynvml.NVML_TOPOLOGY_NODE,
+        }
+    ]
     reading = read_nvml(NvmlReplay(recording))
     [pair] = reading.pairs
-    assert (pair.a, pair.b, pair.p2p_read, pair.p2p_write, pair.p2p_nvlink) == (0, 1, "OK", "OK", "NOT_SUPPORTED")
+    assert (pair.a, pair.b, pair.p2p_read, pair.p2p_write, pair.p2p_nvlink) == (
+        0,
+        1,
+        "OK",
+        "OK",
+        "NOT_SUPPORTED",
+    )
     assert pair.p2p_atomics is None and pair.errors[0].field == "p2p_atomics"
     assert pair.topology == "NODE" and pair.peer_ok
     assert [(p.pid, p.name, p.used_mib) for p in reading.gpus[1].processes] == [(77, "vllm", 2048)]

@@ -101,8 +101,11 @@ def test_the_error_document_is_what_to_dict_gives_and_survives_a_round_trip() ->
     error = RigbookError("E_RESULT_INVALID", "bad hash", details=["sha256 differs"])
     doc = ErrorDocument(error=error.body()).model_dump(mode="json")
     assert doc == {"error": error.to_dict()}
-    assert doc["error"] == {"code": "E_RESULT_INVALID", "message": "bad hash",
-                            "remedy": CODES[Code.E_RESULT_INVALID].remedy,
-                            "details": ["sha256 differs"]}
+    assert doc["error"] == {
+        "code": "E_RESULT_INVALID",
+        "message": "bad hash",
+        "remedy": CODES[Code.E_RESULT_INVALID].remedy,
+        "details": ["sha256 differs"],
+    }
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is InputError and copy.to_dict() == error.to_dict()

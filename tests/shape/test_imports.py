@@ -55,8 +55,10 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 source = _resolve(name, is_package, node)
                 # `from pkg import mod` imports the module pkg.mod; `from mod import name`, mod
-                targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source
-                           for a in node.names]
+                targets = [
+                    f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source
+                    for a in node.names
+                ]
             for target in targets:
                 while target and target not in modules:  # `import a.b.c` of a name inside a module
                     target = target.rpartition(".")[0]

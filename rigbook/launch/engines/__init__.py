@@ -11,9 +11,18 @@ from rigbook.launch.engines.script_repo import ScriptRepoEngine
 from rigbook.launch.engines.sglang import SglangEngine
 from rigbook.launch.engines.vllm import VllmEngine
 
-ENGINES: dict[str, Engine] = {e.kind: e for e in (DockerEngine(), VllmEngine(), SglangEngine(), ScriptRepoEngine(),
-                                                   LlamaCppEngine(), LlamaServerEngine(),
-                                                   ExternalEngine())}
+ENGINES: dict[str, Engine] = {
+    e.kind: e
+    for e in (
+        DockerEngine(),
+        VllmEngine(),
+        SglangEngine(),
+        ScriptRepoEngine(),
+        LlamaCppEngine(),
+        LlamaServerEngine(),
+        ExternalEngine(),
+    )
+}
 
 
 def engine_for(kind: str) -> Engine:

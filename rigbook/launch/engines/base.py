@@ -60,8 +60,11 @@ class Engine(ABC):
         return None
 
 
-def step(kind: StepKind, title: str, details: list[str] | None = None,
-         commands: list[LaunchCommand] | None = None) -> Step:
+def step(
+    kind: StepKind,
+    title: str,
+    details: list[str] | None = None,
+    commands: list[LaunchCommand] | None = None,
+) -> Step:
     """A step; the planner numbers it."""
     return Step(number=0, kind=kind, title=title, details=details or [], commands=commands or [])
-

@@ -16,7 +16,13 @@ class ExternalEngine(Engine):
         return base_url(spec.url)
 
     def fetch_steps(self, recipe: Recipe, spec: ExternalLaunch, target: Target):
-        return [step(StepKind.engine, "engine: an endpoint that already runs", [f"{spec.url} (nothing is started)"])]
+        return [
+            step(
+                StepKind.engine,
+                "engine: an endpoint that already runs",
+                [f"{spec.url} (nothing is started)"],
+            )
+        ]
 
     def command(self, recipe: Recipe, spec: ExternalLaunch, target: Target) -> None:
         return None

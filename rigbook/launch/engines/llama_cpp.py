@@ -26,21 +26,32 @@ def package_dir(package: str) -> Path | None:
 class LlamaCppEngine(Engine):
     kind = "llama_cpp"
     log_patterns: ClassVar[list[LogPattern]] = [
-        LogPattern(code="E_ENGINE_MISSING", pattern=r"No module named 'llama_cpp'|No module named 'sse_starlette'|No module named 'starlette_context'",
-                   why="llama-cpp-python (with its [server] extra) is not installed"),
+        LogPattern(
+            code="E_ENGINE_MISSING",
+            pattern=r"No module named 'llama_cpp'|No module named 'sse_starlette'|No module named 'starlette_context'",
+            why="llama-cpp-python (with its [server] extra) is not installed",
+        ),
     ]
 
     def model_path(self, spec: LlamaCppLaunch, target: Target) -> Path:
         """The GGUF file: a path (``~`` and ``${MODELS_DIR}`` mapped) or a file inside an installed package."""
         if spec.model_path:
-            return Path(substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]).expanduser()
+            return Path(
+                substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]
+            ).expanduser()
         if spec.model_package and spec.model_file:
             folder = package_dir(spec.model_package)
             if folder is None:
-                raise LaunchError("E_ENGINE_MISSING", f"the model package {spec.model_package} is not installed",
-                                  remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).")
+                raise LaunchError(
+                    "E_ENGINE_MISSING",
+                    f"the model package {spec.model_package} is not installed",
+                    remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).",
+                )
             return folder / spec.model_file
-        raise RecipeInvalid("E_RECIPE_INVALID", "a llama_cpp launch needs model_path, or model_package and model_file")
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            "a llama_cpp launch needs model_path, or model_package and model_file",
+        )
 
     def model_id(self, recipe: Recipe, spec: LlamaCppLaunch) -> str | None:
         served = super().model_id(recipe, spec)
@@ -51,18 +62,52 @@ class LlamaCppEngine(Engine):
         wanted = source.pip_package if source and source.pip_package else "llama-cpp-python[server]"
         version = f" {source.base_version}" if source and source.base_version else ""
         where = package_dir("llama_cpp")
-        found = f"installed at {where}" if where else "not installed: `make setup` installs it (compiles llama.cpp, minutes)"
-        return [step(StepKind.engine, f"engine: pip package {wanted}{version}", [found, f"runs with {sys.executable}"])]
+        found = (
+            f"installed at {where}"
+            if where
+            else "not installed: `make setup` installs it (compiles llama.cpp, minutes)"
+        )
+        return [
+            step(
+                StepKind.engine,
+                f"engine: pip package {wanted}{version}",
+                [found, f"runs with {sys.executable}"],
+            )
+        ]
 
     def command(self, recipe: Recipe, spec: LlamaCppLaunch, target: Target) -> LaunchCommand:
-        args, _ = drop_options(spec.args, {"--host", "--port", "--model", "--model_alias", "--n_ctx", "--n_gpu_layers",
-                                           "--interrupt_requests"})
-        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path(spec, target)),
-                "--model_alias", self.model_id(recipe, spec) or "model", "--host", target.host, "--port", str(target.port)]
+        args, _ = drop_options(
+            spec.args,
+            {
+                "--host",
+                "--port",
+                "--model",
+                "--model_alias",
+                "--n_ctx",
+                "--n_gpu_layers",
+                "--interrupt_requests",
+            },
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model_path(spec, target)),
+            "--model_alias",
+            self.model_id(recipe, spec) or "model",
+            "--host",
+            target.host,
+            "--port",
+            str(target.port),
+        ]
         if spec.n_ctx:
             argv += ["--n_ctx", str(spec.n_ctx)]
         # GPU builds offload layers; on the CPU slot nothing is offloaded.
-        argv += ["--n_gpu_layers", str(spec.n_gpu_layers if spec.n_gpu_layers is not None else -1) if target.gpus else "0"]
+        argv += [
+            "--n_gpu_layers",
+            str(spec.n_gpu_layers if spec.n_gpu_layers is not None else -1) if target.gpus else "0",
+        ]
         # The server runs one request at a time; by default a new request cuts
         # the running stream short. Queue instead, so concurrent clients (and
         # rigbook bench) get whole replies.

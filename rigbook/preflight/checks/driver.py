@@ -19,14 +19,22 @@ def check_driver(ctx: CheckContext) -> list[Finding]:
         return []
     driver = ctx.rig.driver
     if driver is None or driver.driver_version is None:
-        return [Finding.make("E_DRIVER", "no NVIDIA driver answered on this rig; the recipe runs on GPUs")]
+        return [
+            Finding.make(
+                "E_DRIVER", "no NVIDIA driver answered on this rig; the recipe runs on GPUs"
+            )
+        ]
     floor = ctx.recipe.requirements.driver_floor if ctx.recipe.requirements else None
     if floor is None:
         return []
     findings = []
-    for what, have, want in (("driver", driver.driver_version, floor.linux_min),
-                             ("CUDA driver version", driver.cuda_driver_version, floor.cuda)):
+    for what, have, want in (
+        ("driver", driver.driver_version, floor.linux_min),
+        ("CUDA driver version", driver.cuda_driver_version, floor.cuda),
+    ):
         have_v, want_v = _version(have), _version(want)
         if have_v is not None and want_v is not None and have_v < want_v:
-            findings.append(Finding.make("E_DRIVER", f"{what} {have} is below the recipe's floor {want}"))
+            findings.append(
+                Finding.make("E_DRIVER", f"{what} {have} is below the recipe's floor {want}")
+            )
     return findings

@@ -13,7 +13,9 @@ def _holders(gpu: Gpu) -> str:
     if not gpu.processes:
         return "no compute process is listed"
     return "held by " + ", ".join(
-        f"pid {p.pid} {p.name or '?'}" + (f" ({p.used_mib} MiB)" if p.used_mib is not None else "") for p in gpu.processes)
+        f"pid {p.pid} {p.name or '?'}" + (f" ({p.used_mib} MiB)" if p.used_mib is not None else "")
+        for p in gpu.processes
+    )
 
 
 def check_count(ctx: CheckContext, asked: list[int] | None) -> list[Finding]:
@@ -28,7 +30,9 @@ def check_count(ctx: CheckContext, asked: list[int] | None) -> list[Finding]:
         have = f"this rig has {len(ctx.rig.gpus)}"
     else:
         have = "this rig has none (see I_NO_GPU)"
-    return [Finding.make("E_GPU_COUNT", f"the recipe runs on {need} GPUs; {have}", gpus=ctx.indices)]
+    return [
+        Finding.make("E_GPU_COUNT", f"the recipe runs on {need} GPUs; {have}", gpus=ctx.indices)
+    ]
 
 
 def check_model(ctx: CheckContext) -> list[Finding]:
@@ -44,16 +48,28 @@ def check_model(ctx: CheckContext) -> list[Finding]:
         same_model = [w for w in wanted if w.model == have.model]
         if not same_model:
             wrong.setdefault(gpu.name or "an unnamed GPU", []).append(gpu.index)
-        elif all(primary_variant(w) and primary_variant(w) != primary_variant(have) for w in same_model):
+        elif all(
+            primary_variant(w) and primary_variant(w) != primary_variant(have) for w in same_model
+        ):
             variant.setdefault(gpu.name or "", []).append(gpu.index)
-    findings = [Finding.make("E_GPU_MODEL", f"{gpu_list(idx)}: {name}; the recipe is for {' or '.join(cards)}", gpus=idx)
-                for name, idx in wrong.items()]
+    findings = [
+        Finding.make(
+            "E_GPU_MODEL",
+            f"{gpu_list(idx)}: {name}; the recipe is for {' or '.join(cards)}",
+            gpus=idx,
+        )
+        for name, idx in wrong.items()
+    ]
     for name, idx in variant.items():
         have_variant = variant_label(parse_card(name))
         want = " or ".join(variant_label(w) for w in wanted)
-        findings.append(Finding.make(
-            "W_GPU_VARIANT", f"{gpu_list(idx)}: {name} is the {have_variant} variant; the recipe's card is {' or '.join(cards)} ({want})",
-            gpus=idx))
+        findings.append(
+            Finding.make(
+                "W_GPU_VARIANT",
+                f"{gpu_list(idx)}: {name} is the {have_variant} variant; the recipe's card is {' or '.join(cards)} ({want})",
+                gpus=idx,
+            )
+        )
     return findings
 
 
@@ -68,15 +84,27 @@ def check_memory(ctx: CheckContext) -> list[Finding]:
         mib = need.for_total(gpu.memory_total_mib, vram_gb)
         if mib is None:
             continue
-        how = f"{need.source}" if need.mib is not None else f"{need.fraction:g} × {gpu.memory_total_mib} MiB, {need.source}"
+        how = (
+            f"{need.source}"
+            if need.mib is not None
+            else f"{need.fraction:g} × {gpu.memory_total_mib} MiB, {need.source}"
+        )
         if gpu.memory_free_mib is None:
-            findings.append(Finding.make("E_GPU_MEMORY", f"GPU {gpu.index}: free memory could not be read; needs {mib} MiB ({how})",
-                                         gpus=[gpu.index]))
+            findings.append(
+                Finding.make(
+                    "E_GPU_MEMORY",
+                    f"GPU {gpu.index}: free memory could not be read; needs {mib} MiB ({how})",
+                    gpus=[gpu.index],
+                )
+            )
         elif gpu.memory_free_mib < mib:
-            findings.append(Finding.make(
-                "E_GPU_MEMORY",
-                f"GPU {gpu.index}: {gpu.memory_free_mib} MiB free of {gpu.memory_total_mib} MiB; needs {mib} MiB ({how}); {_holders(gpu)}",
-                gpus=[gpu.index]))
+            findings.append(
+                Finding.make(
+                    "E_GPU_MEMORY",
+                    f"GPU {gpu.index}: {gpu.memory_free_mib} MiB free of {gpu.memory_total_mib} MiB; needs {mib} MiB ({how}); {_holders(gpu)}",
+                    gpus=[gpu.index],
+                )
+            )
     return findings
 
 
@@ -85,9 +113,19 @@ def check_busy(ctx: CheckContext) -> list[Finding]:
     findings = []
     for gpu in ctx.gpus:
         if gpu.processes:
-            findings.append(Finding.make("W_GPU_BUSY", f"GPU {gpu.index}: {len(gpu.processes)} compute process(es), {_holders(gpu)}",
-                                         gpus=[gpu.index]))
+            findings.append(
+                Finding.make(
+                    "W_GPU_BUSY",
+                    f"GPU {gpu.index}: {len(gpu.processes)} compute process(es), {_holders(gpu)}",
+                    gpus=[gpu.index],
+                )
+            )
         elif gpu.utilization_gpu_pct is not None and gpu.utilization_gpu_pct >= 100:
-            findings.append(Finding.make(
-                "W_WEDGED", f"GPU {gpu.index}: {gpu.utilization_gpu_pct} % utilised and no process owns it", gpus=[gpu.index]))
+            findings.append(
+                Finding.make(
+                    "W_WEDGED",
+                    f"GPU {gpu.index}: {gpu.utilization_gpu_pct} % utilised and no process owns it",
+                    gpus=[gpu.index],
+                )
+            )
     return findings

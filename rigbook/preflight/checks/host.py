@@ -22,12 +22,22 @@ def check_docker(ctx: CheckContext) -> list[Finding]:
     findings = []
     if ctx.uses_docker and not docker.available:
         why = "; ".join(e.error for e in docker.errors) or "docker info gave no server version"
-        findings.append(Finding.make("E_DOCKER", f"the recipe runs in Docker; no working Docker engine: {why}"))
+        findings.append(
+            Finding.make("E_DOCKER", f"the recipe runs in Docker; no working Docker engine: {why}")
+        )
     if ctx.needs_toolkit and not docker.nvidia_ready:
         dirs = ", ".join(docker.cdi_spec_dirs or DEFAULT_CDI_DIRS)
-        runtimes = f"Docker runtimes: {', '.join(docker.runtimes) or 'none'}" if docker.available \
+        runtimes = (
+            f"Docker runtimes: {', '.join(docker.runtimes) or 'none'}"
+            if docker.available
             else "Docker did not answer, so its runtimes are unknown"
-        findings.append(Finding.make("E_TOOLKIT", f"no nvidia runtime ({runtimes}) and no CDI spec naming nvidia.com/gpu in {dirs}"))
+        )
+        findings.append(
+            Finding.make(
+                "E_TOOLKIT",
+                f"no nvidia runtime ({runtimes}) and no CDI spec naming nvidia.com/gpu in {dirs}",
+            )
+        )
     return findings
 
 
@@ -39,9 +49,16 @@ def check_tools(ctx: CheckContext) -> list[Finding]:
         if tool is None and ctx.rig.live:
             tool = probe_tool(name)
         if tool is None:
-            findings.append(Finding.make("E_TOOL", f"{name}: the recipe needs it and this rig's document does not list it"))
+            findings.append(
+                Finding.make(
+                    "E_TOOL",
+                    f"{name}: the recipe needs it and this rig's document does not list it",
+                )
+            )
         elif not tool.found:
-            findings.append(Finding.make("E_TOOL", f"{name}: the recipe needs it; {tool.error or 'not found'}"))
+            findings.append(
+                Finding.make("E_TOOL", f"{name}: the recipe needs it; {tool.error or 'not found'}")
+            )
     return findings
 
 
@@ -71,7 +88,12 @@ def check_disk(ctx: CheckContext) -> list[Finding]:
         need -= sum(_present_bytes(Path(disk.path), artifact_repo(a), a.pin) for a in sized)
     if need <= disk.free_bytes:
         return []
-    return [Finding.make("E_DISK", f"weights need {need / _GB:.1f} GB; {disk.path} has {disk.free_bytes / _GB:.1f} GB free")]
+    return [
+        Finding.make(
+            "E_DISK",
+            f"weights need {need / _GB:.1f} GB; {disk.path} has {disk.free_bytes / _GB:.1f} GB free",
+        )
+    ]
 
 
 def port_taken(port: int) -> bool:

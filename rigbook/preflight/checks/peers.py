@@ -7,7 +7,10 @@ from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
 from rigbook.rig.model import GpuPair, P2PTest, Rig
 
-_FAR = {"NODE": "across PCIe host bridges within a NUMA node", "SYSTEM": "across NUMA nodes (the CPU interconnect)"}
+_FAR = {
+    "NODE": "across PCIe host bridges within a NUMA node",
+    "SYSTEM": "across NUMA nodes (the CPU interconnect)",
+}
 
 
 def _hints(rig: Rig) -> str:
@@ -15,10 +18,14 @@ def _hints(rig: Rig) -> str:
     hints = []
     cmdline = rig.iommu.cmdline or ""
     if rig.iommu.iommu_groups and "iommu=pt" not in cmdline and "iommu=off" not in cmdline:
-        hints.append(f"the IOMMU is on ({rig.iommu.iommu_groups} groups) and the kernel command line has no iommu=pt")
+        hints.append(
+            f"the IOMMU is on ({rig.iommu.iommu_groups} groups) and the kernel command line has no iommu=pt"
+        )
     redirecting = [a.device for a in rig.iommu.acs if a.redirects]
     if redirecting:
-        hints.append(f"ACS redirects peer traffic on {len(redirecting)} bridge(s): {', '.join(redirecting[:3])}")
+        hints.append(
+            f"ACS redirects peer traffic on {len(redirecting)} bridge(s): {', '.join(redirecting[:3])}"
+        )
     dwords = (rig.driver.params.get("RegistryDwords") if rig.driver else None) or ""
     if dwords:
         hints.append(f"driver RegistryDwords={dwords}")
@@ -27,8 +34,10 @@ def _hints(rig: Rig) -> str:
 
 def _status(pair: GpuPair) -> str:
     errors = {e.field: e.error for e in pair.errors}
-    parts = [f"{what} {getattr(pair, field) or 'unread (' + errors.get(field, 'not recorded') + ')'}"
-             for what, field in (("read", "p2p_read"), ("write", "p2p_write"))]
+    parts = [
+        f"{what} {getattr(pair, field) or 'unread (' + errors.get(field, 'not recorded') + ')'}"
+        for what, field in (("read", "p2p_read"), ("write", "p2p_write"))
+    ]
     return ", ".join(parts)
 
 
@@ -42,21 +51,41 @@ def check_p2p(ctx: CheckContext, test: P2PTest | None) -> list[Finding]:
     for a, b in ctx.tp_pairs:
         pair = ctx.rig.pair(a, b)
         if pair is None:
-            findings.append(Finding.make("E_P2P", f"GPUs {a} and {b}: peer access was not read on this rig",
-                                         gpus=[a, b], remedy=remedy))
+            findings.append(
+                Finding.make(
+                    "E_P2P",
+                    f"GPUs {a} and {b}: peer access was not read on this rig",
+                    gpus=[a, b],
+                    remedy=remedy,
+                )
+            )
         elif not pair.peer_ok:
-            findings.append(Finding.make("E_P2P", f"GPUs {a} and {b}: NVML peer {_status(pair)}; the recipe needs both OK",
-                                         gpus=[a, b], remedy=remedy))
+            findings.append(
+                Finding.make(
+                    "E_P2P",
+                    f"GPUs {a} and {b}: NVML peer {_status(pair)}; the recipe needs both OK",
+                    gpus=[a, b],
+                    remedy=remedy,
+                )
+            )
     if test is None or not ctx.tp_pairs:
         return findings
     if test.skipped:
-        findings.append(Finding.make("W_P2P_TEST", f"peer copy test skipped: {test.skipped}", gpus=ctx.indices))
+        findings.append(
+            Finding.make("W_P2P_TEST", f"peer copy test skipped: {test.skipped}", gpus=ctx.indices)
+        )
         return findings
     for copy in test.pairs:
         if not copy.verified:
             why = copy.error or "the bytes copied back differ"
-            findings.append(Finding.make("E_P2P", f"GPUs {copy.a} and {copy.b}: peer copy test failed ({test.backend}): {why}",
-                                         gpus=[copy.a, copy.b], remedy=remedy))
+            findings.append(
+                Finding.make(
+                    "E_P2P",
+                    f"GPUs {copy.a} and {copy.b}: peer copy test failed ({test.backend}): {why}",
+                    gpus=[copy.a, copy.b],
+                    remedy=remedy,
+                )
+            )
     return findings
 
 
@@ -66,6 +95,11 @@ def check_topology(ctx: CheckContext) -> list[Finding]:
     for a, b in ctx.tp_pairs:
         pair = ctx.rig.pair(a, b)
         if pair is not None and pair.topology in _FAR and pair.p2p_nvlink != "OK":
-            findings.append(Finding.make(
-                "W_TOPOLOGY", f"GPUs {a} and {b} connect {_FAR[pair.topology]} (topology {pair.topology})", gpus=[a, b]))
+            findings.append(
+                Finding.make(
+                    "W_TOPOLOGY",
+                    f"GPUs {a} and {b} connect {_FAR[pair.topology]} (topology {pair.topology})",
+                    gpus=[a, b],
+                )
+            )
     return findings

@@ -26,13 +26,28 @@ def check_power(ctx: CheckContext) -> list[Finding]:
                 remedy = f"This card allows at most {gpu.power_max_limit_w:g} W, so it cannot match; record {have:g} W with any comparison."
             elif gpu.power_min_limit_w is not None and want < gpu.power_min_limit_w:
                 remedy = f"This card allows no less than {gpu.power_min_limit_w:g} W, so it cannot match; record {have:g} W with any comparison."
-            findings.append(Finding.make(
-                "W_POWER", f"GPU {gpu.index}: enforced power limit {have:g} W; the recipe's numbers were measured at {want:g} W per card, "
-                           "so yours will not be comparable", gpus=[gpu.index], remedy=remedy))
-        elif want is None and gpu.power_default_limit_w is not None and have < gpu.power_default_limit_w - _TOLERANCE_W:
+            findings.append(
+                Finding.make(
+                    "W_POWER",
+                    f"GPU {gpu.index}: enforced power limit {have:g} W; the recipe's numbers were measured at {want:g} W per card, "
+                    "so yours will not be comparable",
+                    gpus=[gpu.index],
+                    remedy=remedy,
+                )
+            )
+        elif (
+            want is None
+            and gpu.power_default_limit_w is not None
+            and have < gpu.power_default_limit_w - _TOLERANCE_W
+        ):
             default = gpu.power_default_limit_w
-            findings.append(Finding.make(
-                "W_POWER", f"GPU {gpu.index}: enforced power limit {have:g} W is below the card's default {default:g} W; "
-                           "the recipe does not say its power", gpus=[gpu.index],
-                remedy=f"Restore it with `sudo nvidia-smi -i {gpu.index} -pl {default:g}`, or record {have:g} W with any comparison."))
+            findings.append(
+                Finding.make(
+                    "W_POWER",
+                    f"GPU {gpu.index}: enforced power limit {have:g} W is below the card's default {default:g} W; "
+                    "the recipe does not say its power",
+                    gpus=[gpu.index],
+                    remedy=f"Restore it with `sudo nvidia-smi -i {gpu.index} -pl {default:g}`, or record {have:g} W with any comparison.",
+                )
+            )
     return findings
