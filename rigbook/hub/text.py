@@ -4,7 +4,7 @@ Every string must be free of control and format characters (NUL, zero-width
 spaces, bidi overrides); a line break or tab is allowed only where text is
 free. Identifiers and enum words (who claims a number, engine, quantisation,
 card, model ids, tags) must be NFKC-normalised printable ASCII, so a look-alike
-such as ``measured`` with a Cyrillic ``е``, a full-width letter or a zero-width
+such as ``measured`` with a Cyrillic ``\u0435``, a full-width letter or a zero-width
 space cannot pass for the word it imitates. Free text (titles, notes) may use
 any other letter.
 """

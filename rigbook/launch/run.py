@@ -3,6 +3,7 @@ smoke-test — and leave nothing behind on failure."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Callable
@@ -240,7 +241,8 @@ def teardown(
     ``grace_s`` bounds each stop command and the wait after SIGTERM before SIGKILL.
     """
     for command in stop_commands:
-        try:
+        # The process group is killed below either way.
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(
                 command.argv,
                 env={**os.environ, **command.env},
@@ -248,8 +250,6 @@ def teardown(
                 capture_output=True,
                 timeout=max(grace_s, 1.0) * 4,
             )
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # the process group is killed below either way
     gone = stop_group(pgid, child=child, grace_s=grace_s)
     locks.release(slot, name)
     state.remove(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,8 +76,8 @@ def test_report_draws_the_needle_grid(tmp_path, fmt):
     assert p.returncode == 0, p.stderr
     value = json.loads(p.stdout)
     (grid,) = value["plots"]
-    assert grid.endswith("needle-grid.png") and open(grid, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
-    page = open(value["report"], encoding="utf-8").read()
+    assert grid.endswith("needle-grid.png") and Path(grid).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = Path(value["report"]).read_text(encoding="utf-8")
     assert "needle-grid.png" in page
     # The probe at depth 0.5 found neither fact: the page says so in either format.
     assert "| 2048 | 0.5 | cold | 0/2 | 1928 |" in page

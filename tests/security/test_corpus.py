@@ -10,6 +10,7 @@ rule). The library path (load, plan, up's safety gate) and the CLI (`up --yes
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -29,9 +30,9 @@ NAMES = corpus_names()
 
 def test_the_corpus_is_large_and_spans_every_engine_kind():
     kinds = {
-        json.loads(open(p).read())["rigbook"]["launch"]["kind"]
+        json.loads(Path(p).read_text())["rigbook"]["launch"]["kind"]
         for p in (f"tests/security/corpus/{n}" for n in NAMES)
-        if json.loads(open(p).read())["rigbook"]["launch"]
+        if json.loads(Path(p).read_text())["rigbook"]["launch"]
     }
     assert len(NAMES) >= 60
     assert kinds == {"docker", "vllm", "sglang", "script_repo", "llama_cpp", "external"}
@@ -89,7 +90,7 @@ def test_up_json_prints_one_document_with_the_refusal(name, sandbox):
     ],
 )
 def test_check_reports_what_up_refuses(name, sandbox):
-    path, expect = corpus_recipe(name, sandbox)
+    path, _expect = corpus_recipe(name, sandbox)
     report = check_recipe(
         load_recipe_file(str(path)), load_rig(RIG_2X), models_dir=sandbox / "models"
     )

@@ -40,7 +40,7 @@ def test_up_port_zero_does_not_fall_back_to_the_recipes_port(sandbox, tmp_path):
     path = write_recipe(
         tmp_path, "served", {"kind": "vllm", "model": "org/model"}, serve={"port": 8123}
     )
-    code, document = cli("up", str(path), "--dry-run", "--port", "0", "--json")
+    _code, document = cli("up", str(path), "--dry-run", "--port", "0", "--json")
     assert document["error"]["code"] == "E_INPUT"
 
 

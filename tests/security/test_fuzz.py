@@ -260,7 +260,7 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     assert env_dangers(recipe_set, roots=[home.parent / "models", home]) == []
     program = Path(argv[0]).name
     if program == "docker" and argv[1] == "run":
-        options, image_at = parse_options(argv[2:], stop_at_positional=True)
+        options, _image_at = parse_options(argv[2:], stop_at_positional=True)
         items = [t for o in options for t in o.tokens]
         # rigbook's own name-only `-e` items pass its multicast-off defaults through.
         own = {"ipc-host", *(f"env:{name}" for name in GPU_ENV_DEFAULTS)}

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 from rigbook.errors import LaunchError, RecipeInvalid
 from rigbook.launch.engines.base import Engine, step
@@ -118,7 +119,7 @@ class LlamaServerEngine(Engine):
     kind = "llama_server"
     ready_paths = ("/health", "/v1/models")  # /health answers 503 while the model loads
     # Lines from real runs of the vendored llama-server (tests/launch/test_llama_server_e2e.py provokes each).
-    log_patterns = [
+    log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(
             code="E_FILE",
             pattern=r"gguf_init_from_file: failed to open GGUF file|failed to open GGUF file",
