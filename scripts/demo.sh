@@ -19,8 +19,19 @@ echo "== rigbook up $RECIPE (the embedded CPU recipe) on port $PORT"
 "$RB" up "$RECIPE" --yes --port "$PORT" --name "$NAME"
 echo "== rigbook smoke"
 "$RB" smoke "http://127.0.0.1:$PORT"
-echo "== rigbook bench --profile quick"
-"$RB" bench "http://127.0.0.1:$PORT" --profile quick --recipe "$RECIPE" --out "$OUT/bench.json"
+echo "== rigbook bench --profile quick --concurrency 1,4 (one request alone, then four at once)"
+"$RB" bench "http://127.0.0.1:$PORT" --profile quick --concurrency 1,4 --requests 4 --recipe "$RECIPE" \
+  --out "$OUT/bench.json"
+# The seeds' contrast in one line: what one user sees alone against what four users get together.
+python3 - "$OUT/bench.json" <<'PY'
+import json, sys
+cells = {c["concurrency"]: c["metrics"] for c in json.load(open(sys.argv[1]))["cells"]}
+one, four = cells[1]["aggregate_tok_s"], cells[4]["aggregate_tok_s"]
+each = cells[4]["per_request_decode_tok_s"]["p50"]
+print(f"one request alone: {one:.1f} tok/s; four at once: {four:.1f} tok/s together "
+      f"({four / one:.2f}x), {each:.1f} tok/s each: llama-server's slots decode the four in one batch, "
+      "so the machine serves more in total while each user gets a little less")
+PY
 echo "== rigbook report"
 "$RB" report "$OUT/bench.json" --format md --out "$OUT/report"
 echo "== rigbook down"
