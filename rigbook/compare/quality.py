@@ -14,6 +14,12 @@ from rigbook.quality.claims import label, score
 from rigbook.recipe.schema import QualityMeasure
 
 
+def _measure(p: ComparedPoint) -> QualityMeasure:
+    """A quality point's measure; every point in a source's ``quality`` has one."""
+    assert p.quality is not None, "not a quality point"
+    return p.quality
+
+
 def _needle_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
     return {
         "haystack": q.suite_version,
@@ -32,8 +38,9 @@ def _choice_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
 
 def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
     """Whether two quality points of the same test measured the same thing."""
-    keys = _needle_keys if a.quality.test == "needle" else _choice_keys
-    ka, kb = keys(a, a.quality), keys(b, b.quality)
+    qa, qb = _measure(a), _measure(b)
+    keys = _needle_keys if qa.test == "needle" else _choice_keys
+    ka, kb = keys(a, qa), keys(b, qb)
     reasons = []
     for name in ka:
         va, vb = ka[name], kb[name]
@@ -69,7 +76,7 @@ def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
                 )
             )
     return QualityPair(
-        test=a.quality.test,
+        test=qa.test,
         a_label=label(a),
         b_label=label(b),
         a_score=score(a),
@@ -81,7 +88,7 @@ def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
 
 def quality_pairs(a: list[ComparedPoint], b: list[ComparedPoint]) -> list[QualityPair]:
     """Every pair of A's and B's quality points of the same test."""
-    return [judge_quality(p, q) for p in a for q in b if p.quality.test == q.quality.test]
+    return [judge_quality(p, q) for p in a for q in b if _measure(p).test == _measure(q).test]
 
 
 def quality_lines(pairs: list[QualityPair]) -> list[str]:

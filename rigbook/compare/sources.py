@@ -106,8 +106,10 @@ def source_from_recipe(ref: str, recipe: Recipe) -> Source:
 def source_from_quality(ref: str) -> Source:
     """A needle or agree result's quality points (hash checked), with the endpoint's engine."""
     result = quality_result.load(ref)
-    c = result.conditions
-    endpoint = c.endpoint if isinstance(result, quality_result.NeedleResult) else c.a
+    if isinstance(result, quality_result.NeedleResult):
+        endpoint = result.conditions.endpoint
+    else:
+        endpoint = result.conditions.a
     defaults = {"engine": endpoint.engine, "engine_version": endpoint.engine_version}
     return Source(
         ref=ref,

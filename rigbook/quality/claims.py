@@ -41,7 +41,7 @@ def needle_claim(point: PerfPoint) -> PerfPoint | None:
         passed=passed,
         facts=n_facts,
         prompt_tokens=tokens,
-        cache=found["cache"].lower() if found["cache"] else None,
+        cache=("cold" if found["cache"].lower() == "cold" else "warm") if found["cache"] else None,
         evidence=f"notes: {point.notes}",
     )
     ttft = float(found["secs"]) * 1000 if found["secs"] else None
@@ -100,6 +100,7 @@ def recipe_quality(recipe: Recipe) -> list[PerfPoint]:
 def score(p: PerfPoint) -> str:
     """A point's result in words: '5/5 probes passed', '168/200 right (84.0%)', '82.6% (1000q)'."""
     q = p.quality
+    assert q is not None, "not a quality point"
     if q.test == "needle":
         passed = "?" if q.passed is None else q.passed
         tokens = f" at {q.prompt_tokens:,} prompt tokens" if q.prompt_tokens else ""
@@ -113,6 +114,7 @@ def score(p: PerfPoint) -> str:
 def label(p: PerfPoint) -> str:
     """What a point measured, e.g. 'needle, context 2048' or 'multiple choice, MMLU-Pro'."""
     q = p.quality
+    assert q is not None, "not a quality point"
     if q.test == "needle":
         return "needle" + (f", context {p.context_len}" if p.context_len else "")
     extra = f" vs {q.reference}" if q.reference else ""

@@ -76,7 +76,7 @@ def _download(repo: str, rev: str, path: str) -> Path:
 def _rows(file: Path) -> list[dict]:
     if file.suffix == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type stubs
         except ImportError as exc:
             raise InputError(
                 "E_SUITE", "pyarrow is needed to read Parquet", "pip install 'rigbook[quality]'."

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
@@ -128,7 +129,13 @@ class _Sizer:
 
 
 def _probe(
-    ctx: int, depth: float, cache: str, facts, sent: Reply, message_tokens, salt: str
+    ctx: int,
+    depth: float,
+    cache: Literal["cold", "warm"],
+    facts,
+    sent: Reply,
+    message_tokens,
+    salt: str,
 ) -> NeedleProbe:
     found = [
         Fact(key=f.key, value=f.value, found=haystack.found_in(f.value, sent.text)) for f in facts
@@ -205,7 +212,12 @@ async def _resolve_contexts(
             "--context max: the server does not say its context length",
             "Give --context N, or --recipe with the recipe the server runs.",
         )
-    contexts = [served if c is None else c for c in spec.contexts]
+    # With nothing served, every context was given (checked above): the filter drops none.
+    contexts = (
+        [c for c in spec.contexts if c is not None]
+        if served is None
+        else [served if c is None else c for c in spec.contexts]
+    )
     for ctx in contexts:
         if ctx <= TEMPLATE_RESERVE + spec.reply_tokens + 64:
             raise InputError(

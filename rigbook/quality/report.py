@@ -55,6 +55,7 @@ def _needle_grid(result: NeedleResult, path: Path) -> Path:
 
 def _agree_table(result: AgreeResult, path: Path) -> Path:
     s = result.summary
+    assert s is not None, "called only with a summary"
     both = sum(bool(o.a.correct and o.b.correct) for o in result.questions if not o.failed)
     neither = sum(
         o.a.correct is False and o.b.correct is False for o in result.questions if not o.failed
@@ -100,13 +101,14 @@ def _lines(result: QualityResult) -> list[str]:
                 f"{p.prefill_tok_s or 0:.0f} |"
             )
         return out
-    s, c = result.summary, result.conditions
+    s, ac = result.summary, result.conditions
+    assert s is not None, "an agree result without a summary"
     out = [
-        f"# agree: {c.a.model} vs {c.b.model}",
+        f"# agree: {ac.a.model} vs {ac.b.model}",
         "",
-        f"- suite {c.suite.name} {c.suite.version}, {c.suite.selection}; {c.extraction}",
-        f"- A: {c.a.engine} at {c.a.url}: {s.a_correct}/{s.counted} right ({s.a_accuracy_pct}%)",
-        f"- B: {c.b.engine} at {c.b.url}: {s.b_correct}/{s.counted} right ({s.b_accuracy_pct}%)",
+        f"- suite {ac.suite.name} {ac.suite.version}, {ac.suite.selection}; {ac.extraction}",
+        f"- A: {ac.a.engine} at {ac.a.url}: {s.a_correct}/{s.counted} right ({s.a_accuracy_pct}%)",
+        f"- B: {ac.b.engine} at {ac.b.url}: {s.b_correct}/{s.counted} right ({s.b_accuracy_pct}%)",
         f"- agreement {s.agree}/{s.counted} ({s.agreement_pct}%); exact McNemar p = {s.mcnemar_p}",
         f"- differing questions: {', '.join(s.differing) or 'none'}",
     ]

@@ -11,7 +11,7 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -21,8 +21,8 @@ from rigbook.quality.server import Served
 from rigbook.quality.suites import SuiteInfo
 from rigbook.recipe.schema import PerfPoint
 
-NEEDLE_KIND = "rigbook.quality.needle"
-AGREE_KIND = "rigbook.quality.agree"
+NEEDLE_KIND: Final = "rigbook.quality.needle"
+AGREE_KIND: Final = "rigbook.quality.agree"
 
 
 class Model(BaseModel):

@@ -63,7 +63,7 @@ class Suite(BaseModel):
 
 def _options(rng: random.Random, answer: int, distractors: set[int]) -> tuple[list[str], str]:
     """Four options: the answer and three distinct distractors, shuffled; and the gold letter."""
-    picked = rng.sample(sorted(distractors - {answer}), 3) + [answer]
+    picked = [*rng.sample(sorted(distractors - {answer}), 3), answer]
     rng.shuffle(picked)
     return [str(v) for v in picked], LETTERS[picked.index(answer)]
 
