@@ -34,12 +34,19 @@ class ComparedConditions(PerfConditions):
     )
 
 
-class ComparedPoint(PerfPoint):
-    """A perf point as compare reads it: every condition resolved, none guessed."""
+class QualityPoint(PerfPoint):
+    """A point as compare reads it: every condition resolved, none guessed.
+
+    Quality points (needle, multiple choice) are lined up by their suite, not a concurrency."""
+
+    conditions: ComparedConditions = Field(default_factory=ComparedConditions)
+
+
+class ComparedPoint(QualityPoint):
+    """A speed point as compare reads it."""
 
     # Only points with a concurrency can be lined up, so only those are read.
     concurrency: int = Field(ge=1)
-    conditions: ComparedConditions = Field(default_factory=ComparedConditions)
 
 
 class Source(BaseModel):
@@ -54,7 +61,7 @@ class Source(BaseModel):
     )
     points: list[ComparedPoint]
     skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
-    quality: list[ComparedPoint] = Field(
+    quality: list[QualityPoint] = Field(
         default_factory=list, description="Quality points (needle, multiple choice)."
     )
 

@@ -9,18 +9,18 @@ number of questions. Anything that differs, or that one side does not state, mak
 
 from __future__ import annotations
 
-from rigbook.compare.model import ComparedPoint, QualityPair, Reason
+from rigbook.compare.model import QualityPair, QualityPoint, Reason
 from rigbook.quality.claims import label, score
 from rigbook.recipe.schema import QualityMeasure
 
 
-def _measure(p: ComparedPoint) -> QualityMeasure:
+def _measure(p: QualityPoint) -> QualityMeasure:
     """A quality point's measure; every point in a source's ``quality`` has one."""
     assert p.quality is not None, "not a quality point"
     return p.quality
 
 
-def _needle_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
+def _needle_keys(p: QualityPoint, q: QualityMeasure) -> dict[str, object]:
     return {
         "haystack": q.suite_version,
         "context length": p.context_len,
@@ -31,12 +31,12 @@ def _needle_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
     }
 
 
-def _choice_keys(p: ComparedPoint, q: QualityMeasure) -> dict[str, object]:
+def _choice_keys(p: QualityPoint, q: QualityMeasure) -> dict[str, object]:
     version = q.questions_hash or q.suite_version
     return {"suite": q.suite, "suite version / questions": version, "question count": q.n}
 
 
-def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
+def judge_quality(a: QualityPoint, b: QualityPoint) -> QualityPair:
     """Whether two quality points of the same test measured the same thing."""
     qa, qb = _measure(a), _measure(b)
     keys = _needle_keys if qa.test == "needle" else _choice_keys
@@ -86,7 +86,7 @@ def judge_quality(a: ComparedPoint, b: ComparedPoint) -> QualityPair:
     )
 
 
-def quality_pairs(a: list[ComparedPoint], b: list[ComparedPoint]) -> list[QualityPair]:
+def quality_pairs(a: list[QualityPoint], b: list[QualityPoint]) -> list[QualityPair]:
     """Every pair of A's and B's quality points of the same test."""
     return [judge_quality(p, q) for p in a for q in b if _measure(p).test == _measure(q).test]
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TypeVar
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
-from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
+from rigbook.compare.model import ComparedConditions, ComparedPoint, QualityPoint, Source
 from rigbook.errors import InputError, RigbookError
 from rigbook.quality import result as quality_result
 from rigbook.quality.claims import needle_claim, recipe_quality
@@ -36,7 +37,10 @@ def _noted_mode(point: PerfPoint) -> str | None:
     return found.group(1) if found else None
 
 
-def _fill(point: PerfPoint, defaults: dict, cpu: str = CPU) -> ComparedPoint:
+_Point = TypeVar("_Point", bound=QualityPoint)
+
+
+def _fill(point: PerfPoint, defaults: dict, as_type: type[_Point], cpu: str = CPU) -> _Point:
     """The point with every null condition taken from ``defaults`` (non-null values only).
 
     A point with no GPU gets ``cpu`` as its card, so a reason says "NVIDIA H200 vs CPU" rather
@@ -47,7 +51,7 @@ def _fill(point: PerfPoint, defaults: dict, cpu: str = CPU) -> ComparedPoint:
     conditions = ComparedConditions.model_validate(merged)
     if conditions.gpu_count == 0 and conditions.card is None:
         conditions.card = cpu
-    return ComparedPoint.model_validate(
+    return as_type.model_validate(
         point.model_dump(exclude={"conditions"}) | {"conditions": conditions}
     )
 
@@ -97,9 +101,9 @@ def source_from_recipe(ref: str, recipe: Recipe) -> Source:
         kind="recipe",
         name=recipe.slug,
         model=recipe.models[0].slug if recipe.models else None,
-        points=[_fill(p, defaults) for p in kept],
+        points=[_fill(p, defaults, ComparedPoint) for p in kept],
         skipped=skipped,
-        quality=[_fill(p, defaults) for p in recipe_quality(recipe)],
+        quality=[_fill(p, defaults, QualityPoint) for p in recipe_quality(recipe)],
     )
 
 
@@ -118,7 +122,7 @@ def source_from_quality(ref: str) -> Source:
         model=endpoint.model,
         points=[],
         content_hash=result.content_hash,
-        quality=[_fill(p, defaults) for p in result.quality_points],
+        quality=[_fill(p, defaults, QualityPoint) for p in result.quality_points],
     )
 
 
@@ -191,6 +195,7 @@ def source_from_result(ref: str, result: BenchResult) -> Source:
         _fill(
             p,
             run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None},
+            ComparedPoint,
             _cpu(result),
         )
         for p in kept
@@ -215,6 +220,7 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
         _fill(
             p,
             run | {k: v for k, v in _cell_defaults(bench, p).items() if v is not None},
+            ComparedPoint,
             _cpu(bench),
         )
         for p in kept
