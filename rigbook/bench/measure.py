@@ -134,8 +134,8 @@ def _rig_and_sampler(url: str, telemetry: bool):
         rig, rig_why = probe_rig().summary(), None
     except (RigbookError, OSError) as exc:  # a failed probe must not stop a bench; it is recorded
         rig, rig_why = None, f"{type(exc).__name__}: {exc}"
-    reader, why = open_reader()
-    return rig, rig_why, Sampler(reader, why)
+    reader, reader_why = open_reader()
+    return rig, rig_why, Sampler(reader, reader_why)
 
 
 def default_out() -> Path:

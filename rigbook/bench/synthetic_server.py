@@ -133,7 +133,7 @@ class Counters:
         """The Prometheus text exposition of the counters."""
         gen, prompt, ttft = FLAVORS[flavor]
         with self.values.get_lock():
-            v = list(self.values)
+            v = self.values[:]
         label = f'{{model_name="{model}"}}' if flavor != "llamacpp" else ""
         lines = [
             f"# TYPE {gen} counter",
@@ -171,7 +171,11 @@ class Served:
         tokens = sum(self.counts)
         first, last = (self.times[0], self.times[-1]) if self.times else (None, None)
         after = tokens - (self.counts[0] if self.counts else 0)
-        decode = after / (last - first) if self.times and last > first else None
+        decode = (
+            after / (last - first)
+            if first is not None and last is not None and last > first
+            else None
+        )
         return {
             "seq": self.seq,
             "model": self.model,
@@ -314,7 +318,7 @@ class SyntheticServer:
         if curve and curve.refuses(self.active + 1):
             await self._json(writer, {"error": {"message": "synthetic: over capacity"}}, status=503)
             return
-        factor = curve.factor(self._factors) if curve else 1.0
+        factor = curve.factor(self._factors) if curve and self._factors is not None else 1.0
         if self.keep_record:
             self.record.append(served)
         max_tokens = int(req.get("max_tokens") or 16)
@@ -403,7 +407,7 @@ class SyntheticServer:
         finally:
             self.active -= 1
 
-    async def _fault(self, writer: asyncio.StreamWriter, fault: str) -> None:
+    async def _fault(self, writer: asyncio.StreamWriter, fault: str | None) -> None:
         if fault == "error":
             writer.write(_event({"error": {"message": "synthetic in-band error", "code": 500}}))
             await writer.drain()

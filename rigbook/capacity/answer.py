@@ -160,8 +160,12 @@ def decide(
     binding = _worst(fail) if fail is not None and not fail.client_bound else None
     closest = None
     if fail is None and runs:
-        margins = [r for r in runs[0].readings if r.margin is not None and r.term != "error_rate"]
-        closest = min(margins, key=lambda r: r.margin).term if margins else None
+        margins = [
+            (r.margin, r.term)
+            for r in runs[0].readings
+            if r.margin is not None and r.term != "error_rate"
+        ]
+        closest = min(margins, key=lambda pair: pair[0])[1] if margins else None
     aggs = [o.aggregate_tok_s for o in runs if o.aggregate_tok_s is not None]
     agg = statistics.median(aggs) if aggs else None
     gpus = _gpu_count(bench)

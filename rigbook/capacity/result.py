@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,7 +22,7 @@ from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
 
-CAPACITY_KIND = "rigbook.capacity.result"
+CAPACITY_KIND: Final = "rigbook.capacity.result"
 
 
 class CapacityResult(BaseModel):

@@ -55,6 +55,7 @@ def serving(url: str | None, recipe_ref: str | None, note: Note | None = None) -
     """The endpoint to measure; a launch started here is stopped on leaving."""
     say = note or (lambda _line: None)
     if recipe_ref is None:
+        assert url is not None, "serving needs a URL or a recipe"  # the CLI refuses neither
         yield Served(url=base_url(url))
         return
     from rigbook.recipe.resolve import resolve_recipe

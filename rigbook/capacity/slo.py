@@ -225,7 +225,9 @@ def read_term(term: SloTerm, records: list[RequestRecord]) -> Reading:
         value = sum(not r.ok for r in records) / len(records) if records else None
     else:
         values = [v for r in _counted(records) if (v := VALUES[term.name](r)) is not None]
-        value = percentile(values, term.kind.quantile) if values else None
+        quantile = term.kind.quantile
+        assert quantile is not None  # only error_rate has none
+        value = percentile(values, quantile) if values else None
     return Reading(term=term.name, value=value, passed=term.holds(value), margin=term.margin(value))
 
 
@@ -246,7 +248,9 @@ def broken_beyond_doubt(term: SloTerm, records: list[RequestRecord], planned: in
     # The counted total ends somewhere in [len(values), len(values) + still]; the violators needed
     # never fall as the total grows, so the largest total is the one to beat.
     total = len(values) + planned - len(records)
-    pos = (total - 1) * term.kind.quantile / 100.0
+    quantile = term.kind.quantile
+    assert quantile is not None  # only error_rate has none
+    pos = (total - 1) * quantile / 100.0
     # Higher is worse: the percentile fails when its lower neighbour violates, i.e. when at least
     # total - floor(pos) values do. Lower is worse: when the upper one does, ceil(pos) + 1 values.
     needed = total - math.floor(pos) if term.op == "<=" else math.ceil(pos) + 1

@@ -60,7 +60,8 @@ def serve(
         from rigbook.hub.serve import serve as run_hub
         from rigbook.ports import parse_port
 
-        port = parse_port(port)
+        listen_port = parse_port(port)
+        assert listen_port is not None  # a given string parses to a port or raises E_INPUT
         limits = Limits(
             writes_per_token=Rate(limit=rate_limit),
             auth_failures_per_address=Rate(limit=auth_limit),
@@ -69,7 +70,7 @@ def serve(
         run_hub(
             ServeSettings(db=db, max_body=max_body, limits=limits),
             host=host,
-            port=port,
+            port=listen_port,
             workers=workers,
             forwarded_allow_ips=forwarded_allow_ips,
             announce=lambda: console.print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -179,7 +180,7 @@ def up(
 ) -> None:
     """Launch a recipe: check, fetch, start the engine, wait until ready, smoke-test; prints `LIVE on port N`."""
     dry = dry_run or dry_run_from_env()
-    choices = dict(
+    choices: dict[str, Any] = dict(
         rig=rig,
         gpus=gpus,
         port=port,
@@ -244,18 +245,16 @@ def down(
     """Stop a launch: its whole process group (and its container), its locks and its state."""
     with handled(as_json):
         stopped = control.down(name, everything=everything)
-        emit(
-            stopped,
-            as_json,
-            lambda: [
+
+        def show() -> None:
+            for s in stopped:
                 console.print(
                     f"stopped {s.name} (pid {s.pid})"
                     + ("" if s.gone else " — some processes did not exit"),
                     highlight=False,
                 )
-                for s in stopped
-            ],
-        )
+
+        emit(stopped, as_json, show)
 
 
 def status(as_json: bool = JsonOption) -> None:

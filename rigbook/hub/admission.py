@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 from rigbook.bench.result import BenchResult, verify_hash
 from rigbook.compare.derived import roofline
+from rigbook.compare.model import ComparedPoint
 from rigbook.compare.weights import model_facts
 from rigbook.hub.text import text_problems
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe
@@ -207,8 +208,13 @@ def rate_problems(recipe: Recipe, point: PerfPoint, where: str) -> list[str]:
             )
         )
     for name, probe in checks:
-        roof, _why = roofline(probe, model)
-        if roof is not None and probe.decode_tok_s > roof.ceiling_tok_s * CEILING_MARGIN:
+        # roofline reads only what a PerfPoint with conditions has (concurrency may be None).
+        roof, _why = roofline(cast(ComparedPoint, probe), model)
+        if (
+            roof is not None
+            and probe.decode_tok_s is not None
+            and probe.decode_tok_s > roof.ceiling_tok_s * CEILING_MARGIN
+        ):
             problems.append(
                 f"{where}.{name}: {probe.decode_tok_s:g} tok/s is above what the card can do: the "
                 f"memory-bandwidth ceiling is {roof.ceiling_tok_s:,.0f} tok/s at concurrency "
@@ -254,7 +260,7 @@ def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
                 f"{where}.conditions: missing (GPU count, card, power, engine, quant, sampling, reply length, token source)"
             )
             continue
-        required = {
+        required: dict[str, object] = {
             "gpu_count": c.gpu_count,
             "engine": c.engine,
             "quant": c.quant,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -22,7 +23,7 @@ from rigbook.errors import EnvironmentProblem
 from rigbook.home import rigbook_home
 
 SQLITE_BUSY_TIMEOUT_S = 10
-WRITE_OPTION = "rigbook_write"
+WRITE_OPTION: Final = "rigbook_write"
 
 
 def default_db_url() -> str:

@@ -114,13 +114,13 @@ def check_journal(result: BenchResult) -> JournalCheck:
         )
     verified = []
     for i, point in enumerate(result.perf_points):
-        cell = _cell_of(result, point)
-        if cell is None or not cell.requests:
+        source = _cell_of(result, point)
+        if source is None or not source.requests:
             continue
-        rebuilt = perf_point(rebuild_cell(cell), result.conditions, {})
+        recomputed = perf_point(rebuild_cell(source), result.conditions, {})
         found = _differences(
             {f: getattr(point, f) for f in POINT_FIELDS},
-            {f: getattr(rebuilt, f) for f in POINT_FIELDS},
+            {f: getattr(recomputed, f) for f in POINT_FIELDS},
             f"perf_points.{i}",
         )
         problems += found

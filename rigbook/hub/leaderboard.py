@@ -18,19 +18,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import CursorResult, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
 from rigbook.hub.admission import MEASURED
 from rigbook.hub.models import BoardRow, StateRow
 from rigbook.recipe.schema import PerfPoint, Recipe
 
-VERIFIED = "verified-from-journal"
-UNVERIFIED = "measured-unverified"
-CLAIMED = "claimed"
+VERIFIED: Final = "verified-from-journal"
+UNVERIFIED: Final = "measured-unverified"
+CLAIMED: Final = "claimed"
 Evidence = Literal["verified-from-journal", "measured-unverified", "claimed"]
 EvidenceFilter = Literal["verified-from-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
@@ -245,8 +245,12 @@ def _rerank(session: Session, key: tuple) -> None:
 
 
 def _bump_version(session: Session) -> None:
-    changed = session.execute(
-        update(StateRow).where(StateRow.key == VERSION_KEY).values(value=StateRow.value + 1)
+    # An UPDATE's result is a CursorResult; Session.execute is typed as returning Result.
+    changed = cast(
+        "CursorResult[Any]",
+        session.execute(
+            update(StateRow).where(StateRow.key == VERSION_KEY).values(value=StateRow.value + 1)
+        ),
     ).rowcount
     if not changed:
         session.add(StateRow(key=VERSION_KEY, value=1))
@@ -366,7 +370,7 @@ def _item(row: BoardRow) -> BoardItem:
         concurrency=row.concurrency,
         value=row.value,
         rank=row.rank,
-        evidence=row.evidence,
+        evidence=cast(Evidence, row.evidence),  # the board only stores evidence_of's values
         published_by=row.published_by,
         claimed_by=entry["claimed_by"],
         notes=entry["notes"],

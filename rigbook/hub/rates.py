@@ -60,7 +60,7 @@ def hit(factory: sessionmaker[Session], key: str, rate: Rate) -> float | None:
                 "window": statement.excluded.window,
             },
         ).returning(RateRow.count)
-        count = session.execute(statement).scalar_one()
+        count: int = session.execute(statement).scalar_one()
     return None if count <= rate.limit else max(window + rate.window_s - now, 0.001)
 
 

@@ -68,9 +68,12 @@ def _fitting_recipe(rig: Rig) -> Recipe:
     """The first built-in GPU recipe whose check passes on ``rig``, else the embedded CPU one."""
     if rig.gpus:
         for recipe in list_recipes():
-            if 0 < recipe.gpu_count <= len(rig.gpus) and recipe.ext.launch is not None:
-                if check_recipe(recipe, rig).ok:
-                    return recipe
+            if (
+                0 < recipe.gpu_count <= len(rig.gpus)
+                and recipe.ext.launch is not None
+                and check_recipe(recipe, rig).ok
+            ):
+                return recipe
     return resolve_recipe(EMBEDDED_SLUG)
 
 

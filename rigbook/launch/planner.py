@@ -134,7 +134,7 @@ def _weights_steps(recipe: Recipe, target: Target) -> list[Step]:
             revision = artifact.pin or "main"
             dest = weights_dir(target.models_dir, repo, revision)
             free = free_bytes(target.models_dir)
-            too_big = bool(artifact.size_bytes) and artifact.size_bytes > free
+            too_big = bool(artifact.size_bytes and artifact.size_bytes > free)
             fits = (
                 ("DOES NOT FIT" if too_big else "fits")
                 if artifact.size_bytes
@@ -208,7 +208,7 @@ def build_plan(
     *,
     rig: Any | None = None,
     gpus: str | None = None,
-    port: int | None = None,
+    port: int | str | None = None,
     models_dir: Path | None = None,
     drafter: str | None = None,
     name: str | None = None,

@@ -23,7 +23,7 @@ class SglangEngine(NativeEngine):
         ),
     ]
 
-    def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str | None:
+    def model_id(self, recipe: Recipe, spec: SglangLaunch) -> str:
         return super().model_id(recipe, spec) or spec.model
 
     def command(self, recipe: Recipe, spec: SglangLaunch, target: Target) -> LaunchCommand:

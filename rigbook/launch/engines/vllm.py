@@ -30,7 +30,7 @@ from rigbook.launch.engines.native import NativeEngine
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
-from rigbook.recipe.schema import Recipe, VllmLaunch
+from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
 PYTHON_ENV = "RIGBOOK_VLLM_PYTHON"
 MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
@@ -154,7 +154,7 @@ class VllmEngine(NativeEngine):
         """The vLLM this machine would run, or None."""
         return probe_install(vllm_python())
 
-    def model_id(self, recipe: Recipe, spec: VllmLaunch) -> str | None:
+    def model_id(self, recipe: Recipe, spec: VllmLaunch) -> str:
         return super().model_id(recipe, spec) or spec.model
 
     def model_path(self, recipe: Recipe, spec: VllmLaunch, target: Target) -> str:
@@ -165,7 +165,7 @@ class VllmEngine(NativeEngine):
         mapped = substitute([model], {"MODELS_DIR": str(target.models_dir)})[0]
         return str(Path(mapped).expanduser()) if mapped != model or model.startswith("~") else model
 
-    def env(self, spec: VllmLaunch, target: Target) -> dict[str, str]:
+    def env(self, spec: VllmLaunch | SglangLaunch, target: Target) -> dict[str, str]:
         # vLLM binds its internal queues to VLLM_HOST_IP, else to the machine's external address.
         host_ip = {} if "VLLM_HOST_IP" in os.environ else {"VLLM_HOST_IP": target.host}
         return {**host_ip, **super().env(spec, target)}

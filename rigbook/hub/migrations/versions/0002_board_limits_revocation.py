@@ -69,7 +69,7 @@ def _fill_board() -> None:
             "SELECT v.slug, v.no, v.record FROM revisions v JOIN recipes r ON r.slug = v.slug AND r.latest_no = v.no"
         )
     )
-    recipes = [(parse_recipe(json.loads(record), slug), no) for slug, no, record in latest]
+    recipes = [(parse_recipe(json.loads(row.record), row.slug), row.no) for row in latest]
     with Session(bind=bind) as session:
         rebuild_board(session, recipes)
         session.flush()
