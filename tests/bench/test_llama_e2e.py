@@ -32,6 +32,11 @@ def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
     assert all(r.output_tokens >= 48 and r.finish_reason == "length" for r in cell.requests)
     # llama-cpp-python sends no usage in the stream; its "length" finish gives the count, labelled so.
     assert cell.token_count_source == "client_length"
+    if cell.client_bound:
+        # A loaded machine can stall the client beyond its limit: then the cell says why and
+        # gives no perf point rather than a number the client may have distorted.
+        assert cell.client.reason and result.perf_points == []
+        return
     pp = result.perf_points[0]
     assert pp.concurrency == 1 and pp.conditions.reply_tokens == 48
     assert pp.conditions.token_count_source == "client_length" and pp.conditions.thinking is False

@@ -52,7 +52,10 @@ def test_the_embedded_default_runs_llama_server_with_four_slots_metrics_and_the_
     assert argv[argv.index("--model") + 1].endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
     assert plan["command"]["env"] == {"CUDA_VISIBLE_DEVICES": ""}
     ready = next(s for s in plan["steps"] if s["kind"] == "ready")
-    assert "/health answers 200" in ready["details"][0]
+    assert (
+        "/health, then GET" in ready["details"][0]
+        and "/v1/models answers 200" in ready["details"][0]
+    )
 
 
 def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
@@ -110,7 +113,10 @@ def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
             "args": ["--tools", "all"],
         },
     )
-    done = rigbook("up", str(recipe), "--yes", "--port", "18125", "--json")
+    # The model lies in the models folder: a path outside it is refused first.
+    done = rigbook(
+        "up", str(recipe), "--yes", "--port", "18125", "--models-dir", str(tmp_path), "--json"
+    )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_UNSAFE" and "shell commands" in error["message"]
@@ -127,7 +133,9 @@ def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):
             "model_path": str(tmp_path / "m.gguf"),
         },
     )
-    done = rigbook("up", str(recipe), "--yes", "--port", "18126", "--json")
+    done = rigbook(
+        "up", str(recipe), "--yes", "--port", "18126", "--models-dir", str(tmp_path), "--json"
+    )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_ENGINE_MISSING" and "make setup" in error["message"]

@@ -216,6 +216,14 @@ def fakes(tmp_path_factory) -> Path:
         for folder in (path.parent, path.parent.parent):
             if folder != root / "pkgs":
                 (folder / "__init__.py").touch()
+    # An installed `vllm` distribution, so the adapter takes the fake bin/vllm for vLLM's own
+    # `vllm serve` (it asks the Python which distribution provides the vllm package).
+    (root / "pkgs" / "vllm").mkdir()
+    (root / "pkgs" / "vllm" / "__init__.py").touch()
+    info = root / "pkgs" / "vllm-0.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.0.0\n")
+    (info / "top_level.txt").write_text("vllm\n")
     return root
 
 
