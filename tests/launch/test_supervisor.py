@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from rigbook.errors import LaunchError
+from rigbook.errors import LaunchError, RigbookError
+from rigbook.launch.engines import engine_for
 from rigbook.launch.plan import LaunchCommand
 from rigbook.launch.planner import build_plan
 from rigbook.launch.supervisor import group_members, start, stop_group, wait_ready
@@ -23,11 +24,18 @@ def test_llama_cpp_on_a_taken_port_fails_with_e_port(tmp_path):
         log = tmp_path / "engine.log"
         proc = start(plan.command, log)
         try:
-            with pytest.raises(LaunchError) as caught:
-                wait_ready(proc, f"http://127.0.0.1:{free_port()}", log, timeout=120)
+            with pytest.raises(RigbookError) as caught:
+                wait_ready(
+                    proc,
+                    f"http://127.0.0.1:{free_port()}",
+                    log,
+                    timeout=120,
+                    patterns=engine_for(plan.kind).log_patterns,
+                )
         finally:
             stop_group(proc.pid, child=proc)
-    assert caught.value.code == "E_PORT" and "address already in use" in caught.value.message
+    # llama-server's own line for a taken port, read from its log.
+    assert caught.value.code == "E_PORT" and "couldn't bind" in caught.value.message
 
 
 def test_an_engine_that_never_answers_is_e_not_ready_and_its_whole_group_is_killed(tmp_path):
