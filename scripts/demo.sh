@@ -30,7 +30,7 @@ one, four = cells[1]["aggregate_tok_s"], cells[4]["aggregate_tok_s"]
 each = cells[4]["per_request_decode_tok_s"]["p50"]
 print(f"one request alone: {one:.1f} tok/s; four at once: {four:.1f} tok/s together "
       f"({four / one:.2f}x), {each:.1f} tok/s each: llama-server's slots decode the four in one batch, "
-      "so the machine serves more in total while each user gets a little less")
+      "so the machine serves more in total while each user's own rate falls")
 PY
 echo "== rigbook report"
 "$RB" report "$OUT/bench.json" --format md --out "$OUT/report"
