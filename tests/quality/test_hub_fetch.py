@@ -81,6 +81,13 @@ def stub_hub(tmp_path, monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    # huggingface_hub reads its cache folder once, at import: another test may have imported it,
+    # and a file cached by an earlier run must not answer for the stub.
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(
+        huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub")
+    )
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     yield {"seen": seen, "sha": etag}
     server.shutdown()

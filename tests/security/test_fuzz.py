@@ -316,6 +316,8 @@ def fuzz_env(fakes, tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("FUZZ_LOG", str(tmp_path / "engine.log"))
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # closed: a download fails fast, coded
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # `make test` names the real vLLM's Python; here the fake on PATH must be the vLLM found.
+    monkeypatch.delenv("RIGBOOK_VLLM_PYTHON", raising=False)
     (tmp_path / "models").mkdir()
     return tmp_path
 
