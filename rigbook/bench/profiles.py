@@ -52,10 +52,20 @@ class Profile(BaseModel):
     stall_timeout_s: float = Field(
         gt=0, description="A stream silent this long has stalled: the request fails."
     )
+    unique_prompts: bool = Field(
+        default=False,
+        description="Each request's prompt starts with a tag no other request of the run has, so "
+        "an engine's prefix cache cannot serve one request's prompt from another's: TTFT then "
+        "includes the prefill a new user's prompt costs.",
+    )
 
     def content_hash(self) -> str:
         """Hash of every value and of the prompt texts: the one a test pins to the version."""
-        return content_hash({**self.model_dump(mode="json"), "prompts": self.prompts()})
+        # unique_prompts came after version 1: unset, it stays out, so v1's pinned hashes hold.
+        values = self.model_dump(
+            mode="json", exclude=None if self.unique_prompts else {"unique_prompts"}
+        )
+        return content_hash({**values, "prompts": self.prompts()})
 
     def prompts(self) -> list[str]:
         """The fixed prompt set this profile sends, in order."""
@@ -106,6 +116,26 @@ _PROFILES: dict[tuple[str, int], Profile] = {
         stall_timeout_s=60.0,
     ),
 }
+
+
+def _with_unique_prompts(base: Profile, description: str) -> Profile:
+    return base.model_copy(
+        update={"version": base.version + 1, "description": description, "unique_prompts": True}
+    )
+
+
+# v2: unique prompts. With v1's eight fixed prompts, a batching engine's prefix cache served
+# repeated prompts: llama-server's own counter evaluated 41 of 126 prompt tokens at concurrency 1.
+_PROFILES[("seed", 2)] = _with_unique_prompts(
+    _PROFILES[("seed", 1)],
+    "As the seed guide measured: temperature 0, top_p 1, thinking off, 400-token prose replies, "
+    "one request vs four; every prompt unique to its request.",
+)
+_PROFILES[("quick", 2)] = _with_unique_prompts(
+    _PROFILES[("quick", 1)],
+    "For CPUs and CI: short 48-token prose replies, few requests, concurrency 1 and 2; every "
+    "prompt unique to its request.",
+)
 
 
 def list_profiles() -> list[Profile]:

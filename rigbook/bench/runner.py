@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from rigbook import __version__
 from rigbook.bench import server_metrics
 from rigbook.bench.assemble import assemble
-from rigbook.bench.backend import chat_payload
-from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
+from rigbook.bench.backend import RequestBodies
+from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import Profile
@@ -181,9 +181,8 @@ async def _run(
     jpath.unlink(missing_ok=True)
     journal = Journal(jpath)
     journal.write("start", conditions=cond, extra=spec.extra)
-    # Bodies are encoded once per prompt: the hot path only copies bytes.
     target = Target(spec.url)
-    bodies = [encode(chat_payload(p, model, prompt, max_tokens)) for prompt in prompts]
+    bodies = RequestBodies(p, model, prompts, max_tokens)
     plan = CellPlan(
         target=target,
         bodies=bodies,
@@ -257,7 +256,7 @@ class CellPlan:
         self,
         *,
         target: Target,
-        bodies: list[bytes],
+        bodies: RequestBodies,
         stall_s: float,
         max_tokens: int,
         hold_length: bool,
@@ -271,10 +270,10 @@ class CellPlan:
 
     def sender(self, reads: ReadWatch | None = None):
         """``send(i, raw)``: stream request ``i`` (prompt ``i mod prompts``) into ``raw``."""
-        bodies, n = self.bodies, len(self.bodies)
+        body = self.bodies.body
 
         async def send(i: int, raw: RawRequest) -> None:
-            await stream_chat(self.target, bodies[i % n], self.stall_s, raw, reads=reads)
+            await stream_chat(self.target, body(i), self.stall_s, raw, reads=reads)
 
         return send
 

@@ -70,7 +70,7 @@ def test_capacity_report_and_compare(cliff, tmp_path):
     assert [p["concurrency"] for p in a["probes"]] == [1, 2, 4, 3, 3]
     point = a["perf_points"][0]
     assert point["users_at_slo"] == 3 and point["slo"] == a["slo"]
-    assert point["slo_profile"] == "quick v1"
+    assert point["slo_profile"] == "quick v2"
 
     report = rigbook("report", str(tmp_path / "a.json"), "--json")
     assert report.returncode == 0, report.stderr

@@ -47,6 +47,12 @@ def test_up_smoke_status_down_leaves_nothing_behind(tmp_path: Path):
         assert result["cells"][0]["valid"] and result["cells"][0]["metrics"]["requests_ok"] == 2
         # llama-server answers owned_by "llamacpp" at /v1/models.
         assert result["conditions"]["engine"] == "llama.cpp"
+        # Every prompt unique to its request: llama-server's own counter evaluated each prompt's
+        # own text; only the chat template's fixed system prefix (about 30 tokens in SmolLM2's
+        # template, shared by every user) may come from a slot's cache. With the old fixed
+        # prompts the warm-up's prompt came back whole from the cache.
+        server = result["cells"][0]["server"]
+        assert server["prompt_tokens"] >= server["client_prompt_tokens"] - 2 * 32
 
         second = rigbook("up", "--yes", "--port", str(free_port()), "--name", "again", "--json")
         assert second.returncode == 2

@@ -72,8 +72,8 @@ if [ ! -f "$Q8" ] && [[ " $FLOWS " == *" q8-0 "* ]]; then
   CONV8=$!
 fi
 
-# 4. issue 18 item 8: the P2P test and the live NVML reader
-if [ ! -f "$WORK/p2p-nvml.json" ]; then
+# 4. issue 18 item 8: the P2P test and the live NVML reader (SKIP_P2P=1 once it has run)
+if [ -z "${SKIP_P2P:-}" ] && [ ! -f "$WORK/p2p-nvml.json" ]; then
   python3 "$HERE/p2p-nvml.py" > "$WORK/p2p-nvml.json" 2> "$WORK/p2p-nvml.err"
   say "p2p-nvml rc=$?"
   python3 -m rigbook rig --p2p-test --yes --json > "$WORK/rig-p2p.json" 2>&1
@@ -131,9 +131,10 @@ for label in q8-0 q4-k-m; do
   $RB compare "$WORK/f16/result.json" "$WORK/$label/result.json" --json > "$WORK/compare/f16-vs-$label.json" 2>&1
 done
 ls -la "$MODELS" > "$WORK/compare/models.txt"
-# A real GPU out-of-memory: a KV cache for 4M tokens of context (about 520 GB) on the F16 model.
+# A real GPU out-of-memory: a KV cache for 4M tokens of context (about 520 GB) on the F16 model;
+# --fit off, or llama.cpp would shrink what it may to fit the card.
 if [ -f "$F16" ] && left 30 && [ ! -f "$WORK/compare/provoke-gpu-oom.log" ]; then
-  timeout 90 "$BIN/llama-server" --model "$F16" --n-gpu-layers 999 --ctx-size 4000000 --port 18090 \
+  timeout 60 "$BIN/llama-server" --model "$F16" --n-gpu-layers 999 --ctx-size 4000000 --fit off --port 18090 \
     > "$WORK/compare/provoke-gpu-oom.log" 2>&1
   echo "exit status $?" >> "$WORK/compare/provoke-gpu-oom.log"
 fi
