@@ -266,7 +266,7 @@ def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
         assert p.returncode == 0, p.stderr
         value = json.loads(p.stdout)
         text = Path(value["report"]).read_text()
-        assert "aggregate tok/s" in text and "seed v1" in text and "rates.png" in text
+        assert "aggregate tok/s" in text and "seed v2" in text and "rates.png" in text
         assert {Path(x).name for x in value["plots"]} == {"rates.png", "distribution.png"}
 
 

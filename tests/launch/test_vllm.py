@@ -59,7 +59,7 @@ def test_a_cpu_build_is_started_through_its_module_entry_point_and_the_plan_says
     assert argv[argv.index("--served-model-name") + 1] == "smollm2-135m-instruct"
     assert argv[argv.index("--port") + 1] == "18777" and "--enforce-eager" in argv
     env = made["command"]["env"]
-    assert env["VLLM_HOST_IP"] == "127.0.0.1" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert env["VLLM_HOST_IP"] == "127.0.0.1" and env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     assert env["CUDA_VISIBLE_DEVICES"] == ""
     engine = next(s for s in made["steps"] if s["kind"] == "engine")
     assert engine["title"] == "engine: vllm-cpu 0.32.0 (native)"
