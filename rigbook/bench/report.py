@@ -12,7 +12,18 @@ matplotlib.use("Agg")  # files only; never a display
 import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from rigbook.bench.curves import curves, left_out_note
+from rigbook.bench.plots import plot_throughput, plot_ttft
 from rigbook.bench.result import BenchResult
+
+
+# What each chart shows, as its alt text and caption (docs/report.md has the longer story).
+CAPTIONS = {
+    "rates.png": "aggregate and per-request median tok/s against concurrency",
+    "distribution.png": "each request's decode rate, one strip per cell",
+    "throughput.png": "throughput {unit} against tok/s per user, each point labelled with its concurrency",
+    "ttft.png": "TTFT p50 and p99 against concurrency",
+}
 
 
 @dataclass
@@ -74,11 +85,16 @@ def _plot_distribution(result: BenchResult, path: Path) -> Path:
 
 
 def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
-    """Write ``rates.png``, ``distribution.png`` and ``report.md`` or ``report.html`` into ``out_dir``."""
+    """Write ``rates.png``, ``distribution.png``, ``throughput.png``, ``ttft.png`` and ``report.md`` or
+    ``report.html`` into ``out_dir`` (docs/report.md says what each chart shows)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    drawn = curves(result)
+    model = result.conditions.model
     plots = [
         _plot_rates(result, out_dir / "rates.png"),
         _plot_distribution(result, out_dir / "distribution.png"),
+        plot_throughput(drawn, model, out_dir / "throughput.png"),
+        plot_ttft(drawn, model, out_dir / "ttft.png"),
     ]
     env = Environment(
         loader=PackageLoader("rigbook.bench", "templates"),
@@ -87,7 +103,18 @@ def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
         lstrip_blocks=True,
     )
     env.filters["f"] = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)
-    page = env.get_template(f"report.{fmt}").render(r=result, plots=[p.name for p in plots])
+    captions = {p.name: CAPTIONS[p.name].format(unit=drawn.unit) for p in plots}
+    # Said in words too, so a reader of the page (not only of the PNG) sees which cells are missing.
+    notes = [
+        f"{chart} chart: {note}"
+        for chart, note in (
+            ("throughput", drawn.scale_note()),
+            ("throughput", left_out_note(drawn.throughput_left_out)),
+            ("TTFT", left_out_note(drawn.ttft_left_out)),
+        )
+        if note is not None
+    ]
+    page = env.get_template(f"report.{fmt}").render(r=result, captions=captions, notes=notes)
     report = out_dir / f"report.{fmt}"
     report.write_text(page, encoding="utf-8")
     return Written(report=report, plots=plots)

@@ -267,7 +267,12 @@ def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
         value = json.loads(p.stdout)
         text = Path(value["report"]).read_text()
         assert "aggregate tok/s" in text and "seed v2" in text and "rates.png" in text
-        assert {Path(x).name for x in value["plots"]} == {"rates.png", "distribution.png"}
+        assert {Path(x).name for x in value["plots"]} == {
+            "rates.png",
+            "distribution.png",
+            "throughput.png",
+            "ttft.png",
+        }
 
 
 def test_default_out_is_under_rigbook_home(url, rigbook_home):
