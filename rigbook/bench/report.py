@@ -16,7 +16,6 @@ from rigbook.bench.curves import curves, left_out_note
 from rigbook.bench.plots import plot_throughput, plot_ttft
 from rigbook.bench.result import BenchResult
 
-
 # What each chart shows, as its alt text and caption (docs/report.md has the longer story).
 CAPTIONS = {
     "rates.png": "aggregate and per-request median tok/s against concurrency",

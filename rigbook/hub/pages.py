@@ -1,8 +1,9 @@
 """Server-rendered pages: search (``/``), one recipe (``/r/{slug}``) and the leaderboard.
 
 Jinja2 autoescaping is on for every template, so anything a user wrote is
-shown as text; the chart is built by :mod:`rigbook.hub.chart`, which escapes
-its own text, and is the only markup marked safe.
+shown as text; the charts are built by :mod:`rigbook.hub.chart` and
+:mod:`rigbook.hub.result_charts`, which escape their own text, and are the only
+markup marked safe.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rigbook.hub.leaderboard import (
     is_measured,
     published_by,
 )
+from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 
@@ -89,13 +91,16 @@ def recipe_page(request: Request, slug: str) -> HTMLResponse:
         body = cache.get(key)
         if body is None:
             body = _recipe_html(
-                slug, json.loads(text), repo.revisions(session, slug) or []
+                slug,
+                json.loads(text),
+                repo.revisions(session, slug) or [],
+                published_curves(session, slug),
             ).encode()
             cache.put(key, body)
     return HTMLResponse(body)
 
 
-def _recipe_html(slug: str, record: dict, history: list) -> str:
+def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
     recipe = parse_recipe(record, slug)
     points = [
         {
@@ -118,6 +123,7 @@ def _recipe_html(slug: str, record: dict, history: list) -> str:
         points=points,
         quality=quality,
         revisions=list(reversed(history)),
+        result_charts=result_charts(shelf),
     )
 
 
