@@ -94,3 +94,30 @@ def test_model_and_quant_tables():
     assert quant_format("nvfp4").bytes_per_param == 0.5625
     assert quant_format("bf16").bytes_per_param == 2 and quant_format("fp8").bytes_per_param == 1
     assert all(q.source for q in quant_table())
+
+
+def test_single_request_share_of_the_ceiling_is_stated_in_md_and_json():
+    """An F16 8B-class model on one H200 at concurrency 1: 4.8 TB/s over the weights a step reads
+    (7,180,914,688 x 2 B = 14.36 GB) is a ceiling of about 334 tok/s; 250 tok/s is 74.8 % of it."""
+    from rigbook.compare.build import compare_sources
+    from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
+    from rigbook.compare.render_md import render_md
+
+    def source(name: str, rate: float) -> Source:
+        cond = ComparedConditions(
+            gpu_count=1, card="NVIDIA H200", quant="F16", speculative_method="none"
+        )
+        point = ComparedPoint(concurrency=1, decode_tok_s=rate, conditions=cond)
+        return Source(
+            ref=name, kind="recipe", name=name, model="llama-3.1-8b-shape-synthetic", points=[point]
+        )
+
+    comparison = compare_sources([source("a", 250.0), source("b", 200.0)])
+    roof = comparison.pairs[0].points[0].a.derived.roofline
+    assert roof is not None
+    assert roof.ceiling_tok_s == pytest.approx(4800e9 / (7_180_914_688 * 2))
+    assert round(roof.ceiling_tok_s) == 334
+    assert roof.pct_of_ceiling == pytest.approx(74.8, abs=0.05)
+    dumped = comparison.model_dump(mode="json")["pairs"][0]["points"][0]
+    assert dumped["b"]["derived"]["roofline"]["pct_of_ceiling"] == pytest.approx(59.8, abs=0.05)
+    assert "| 74.8% of ≤334 | 59.8% of ≤334 |" in render_md(comparison)
