@@ -353,6 +353,7 @@ LATER_FIELDS = frozenset(
         "slo_profile",
         "users_at_slo",
         "users_at_slo_lower_bound",
+        "slo_binding",
         "quality",
     }
 )

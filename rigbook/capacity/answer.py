@@ -213,5 +213,6 @@ def users_point(
             "slo_profile": f"{p.name} v{p.version}",
             "slo": slo.text,
             "users_at_slo_lower_bound": answer.lower_bound,
+            "slo_binding": answer.binding,
         }
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 from rigbook.bench import MeasureRequest, measure_async
 from rigbook.bench.assemble import assemble
 from rigbook.bench.metrics import build_cell
-from rigbook.bench.result import BenchResult, Cell, CellTelemetry, RequestRecord
+from rigbook.bench.result import BenchResult, Cell, CellTelemetry, RequestRecord, save_result
 from rigbook.capacity.search import ProbePlan, Watch
 
 # progress(event, data), as the bench calls it: "cell", "request", "cell_done".
@@ -31,6 +31,14 @@ def _renumbered(cell: Cell, index: int) -> Cell:
     """``cell`` as cell ``index`` of the gathered result (each probe's own run calls it 0)."""
     requests = [r.model_copy(update={"cell": index}) for r in cell.requests]
     return cell.model_copy(update={"index": index, "requests": requests})
+
+
+def _stopped_by_watch(result: BenchResult) -> BenchResult:
+    """A probe the search stopped (a term broken beyond doubt) without the bench's W_CUT_SHORT,
+    which says a signal stopped it: the capacity result's probe says why it ended
+    (``stopped_early``), and its cell is still marked ``cut_short``."""
+    warnings = [w for w in result.warnings if not w.startswith("W_CUT_SHORT")]
+    return result.model_copy(update={"warnings": warnings}).with_hash()
 
 
 class BenchProber:
@@ -100,9 +108,15 @@ class BenchProber:
                 client=None,
                 cut_short=True,
             )
-        self.results.append(measured.result)
+        result = measured.result
+        if cell_stop.is_set() and not self.stop.is_set():
+            # Stopped by the SLO watch, not by a signal: the bench's W_CUT_SHORT ("stopped by a
+            # signal") would be false, here and in the capacity result that gathers the probes.
+            result = _stopped_by_watch(result)
+            save_result(result, out)
+        self.results.append(result)
         self.files.append(out.relative_to(self.folder.parent).as_posix())
-        return _renumbered(measured.result.cells[0], n)
+        return _renumbered(result.cells[0], n)
 
     def result(self) -> BenchResult:
         """Every probe's cell as one bench result, under the first probe's conditions."""

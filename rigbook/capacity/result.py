@@ -25,6 +25,23 @@ from rigbook.recipe.schema import PerfPoint
 CAPACITY_KIND: Final = "rigbook.capacity.result"
 
 
+# Fields added after capacity results were first written: left out of the hash while unset, so
+# a result written before they existed still matches its hash.
+LATER_FIELDS: Final = frozenset({"slo_binding"})
+
+
+def _without_unset_later(value):
+    if isinstance(value, dict):
+        return {
+            k: _without_unset_later(v)
+            for k, v in value.items()
+            if not (k in LATER_FIELDS and v is None)
+        }
+    if isinstance(value, list):
+        return [_without_unset_later(v) for v in value]
+    return value
+
+
 class CapacityResult(BaseModel):
     """One `rigbook capacity` run."""
 
@@ -49,7 +66,7 @@ class CapacityResult(BaseModel):
     content_hash: str | None = None
 
     def hashed_body(self) -> dict:
-        body = self.model_dump(mode="json", by_alias=True)
+        body = _without_unset_later(self.model_dump(mode="json", by_alias=True))
         body.pop("content_hash", None)
         return body
 

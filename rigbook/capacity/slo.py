@@ -135,19 +135,31 @@ class Slo(BaseModel):
 
 
 def _num(value: float) -> str:
-    return f"{value:g}"
+    """The shortest text that reads back as ``value``: 20, 0.01, 2500 (never 2.5e+03 for a
+    threshold a person writes, and never a rounded one that would merge two SLOs)."""
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
 
 
-_TERM = re.compile(r"^\s*([a-z0-9_]+)\s*(>=|<=|=>|=<|>|<|=)\s*([0-9.eE+-]+)\s*(%?)\s*$")
+_TERM = re.compile(
+    r"^\s*([a-z0-9_]+)\s*(>=|<=|=>|=<|>|<|=)\s*([0-9.eE+-]+)\s*(%|ms|s|tok/s)?\s*$",
+    re.IGNORECASE,
+)
+# A unit written after a threshold, per the term's own unit: the factor to that unit.
+_UNITS = {"ms": {"ms": 1.0, "s": 1000.0}, "tok/s": {"tok/s": 1.0}, "": {"%": 0.01}}
 _REMEDY = (
     "Write terms like per_user_tok_s>=20,ttft_p99_ms<=2000. Terms: "
     + ", ".join(f"{k.name}{k.op}N" for k in KINDS.values())
-    + " (error_rate as 0.01 or 1%)."
+    + " (error_rate as 0.01 or 1%; a time may be written in ms or s, e.g. ttft_p99_ms<=2s)."
 )
 
 
 def parse_slo(text: str) -> Slo:
-    """Parse ``"per_user_tok_s>=20,ttft_p99_ms<=2000"``; bad input is ``E_SLO_INVALID``."""
+    """Parse ``"per_user_tok_s>=20,ttft_p99_ms<=2000"``; bad input is ``E_SLO_INVALID``.
+
+    Term order, spaces, case, the p50 alias, units (``2s`` for ``2000`` ms, ``1%`` for ``0.01``)
+    and the way a number is written do not change the canonical ``text``."""
     found: dict[str, SloTerm] = {}
     parts = [p for p in (text or "").split(",") if p.strip()]
     if not parts:
@@ -156,7 +168,8 @@ def parse_slo(text: str) -> Slo:
         m = _TERM.match(part)
         if not m:
             raise InputError("E_SLO_INVALID", f"cannot read SLO term {part.strip()!r}", _REMEDY)
-        raw_name, op, raw_value, pct = m.groups()
+        raw_name, op, raw_value, unit = m.groups()
+        raw_name, unit = raw_name.lower(), (unit or "").lower()
         name = ALIASES.get(raw_name, raw_name)
         kind = KINDS.get(name)
         if kind is None:
@@ -180,12 +193,15 @@ def parse_slo(text: str) -> Slo:
             raise InputError(
                 "E_SLO_INVALID", f"{part.strip()!r}: {raw_value!r} is not a number", _REMEDY
             ) from None
-        if pct and name != "error_rate":
-            raise InputError(
-                "E_SLO_INVALID", f"{part.strip()!r}: only error_rate takes a %", _REMEDY
-            )
-        if pct:
-            value /= 100.0
+        if unit:
+            factor = _UNITS[kind.unit].get(unit)
+            if factor is None:
+                raise InputError(
+                    "E_SLO_INVALID",
+                    f"{part.strip()!r}: {name} is in {kind.unit or 'a fraction (or %)'}, not {unit}",
+                    _REMEDY,
+                )
+            value = value / 100.0 if unit == "%" else value * factor
         if not math.isfinite(value) or value < 0 or (name == "error_rate" and value >= 1):
             raise InputError(
                 "E_SLO_INVALID", f"{part.strip()!r}: the threshold is out of range", _REMEDY
@@ -198,6 +214,17 @@ def parse_slo(text: str) -> Slo:
     found.setdefault("error_rate", SloTerm(name="error_rate", op="<=", threshold=0.0))
     terms = [found[n] for n in ORDER if n in found]
     return Slo(terms=terms, text=",".join(t.text() for t in terms))
+
+
+def canonical_slo(text: str) -> str | None:
+    """The canonical form of an SLO's text; None when it is not an SLO this version reads.
+
+    ``"per_user_tok_s >= 5, ttft_p90_ms <= 5s"`` and ``"ttft_p90_ms<=5000,per_user_tok_s>=5"``
+    are one SLO: ``per_user_tok_s>=5,ttft_p90_ms<=5000,error_rate<=0``."""
+    try:
+        return parse_slo(text).text
+    except InputError:
+        return None
 
 
 class Reading(BaseModel):

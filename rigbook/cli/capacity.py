@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
         rounds: int = typer.Option(
             3, "--rounds", min=1, help="Requests each user sends per probe."
         ),
+        min_requests: int = typer.Option(
+            8, "--min-requests", min=1, help="Fewest requests in any probe (low levels)."
+        ),
         reruns: int = typer.Option(2, "--reruns", min=0, help="Extra runs of the boundary level."),
         max_tokens: int = typer.Option(
             None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
@@ -41,6 +44,14 @@ def register(app: typer.Typer) -> None:
         ),
         recipe: str = typer.Option(
             None, "--recipe", help="Recipe slug: started if not running, stopped after."
+        ),
+        port: str = typer.Option(
+            None, "--port", help="With --recipe: the port to start it on (default: the recipe's)."
+        ),
+        models_dir: Path = typer.Option(
+            None,
+            "--models-dir",
+            help="With --recipe: where its weights are (default: RIGBOOK_HOME/models).",
         ),
         out: Path = typer.Option(
             None, "--out", help="Result file (default: RIGBOOK_HOME/results/capacity-<time>.json)."
@@ -56,6 +67,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.capacity.serve import serving
             from rigbook.cli.bench import _stop_on_signals
             from rigbook.home import state_dir
+            from rigbook.ports import parse_port
 
             terms = parse_slo(slo)
             if url is None and recipe is None:
@@ -65,10 +77,17 @@ def register(app: typer.Typer) -> None:
                     "e.g. rigbook capacity http://127.0.0.1:8080 --slo per_user_tok_s>=20",
                 )
             target = out or state_dir("results") / f"capacity-{datetime.now():%Y%m%d-%H%M%S}.json"
-            settings = SearchSettings(max_concurrency=max_concurrency, rounds=rounds, reruns=reruns)
+            settings = SearchSettings(
+                max_concurrency=max_concurrency,
+                rounds=rounds,
+                min_requests=min_requests,
+                reruns=reruns,
+            )
             say = None if as_json else (lambda line: err_console.print(line, highlight=False))
             live = LiveProgress(enabled=not as_json)
-            with serving(url, recipe, note=say) as served:
+            with serving(
+                url, recipe, note=say, port=parse_port(port), models_dir=models_dir
+            ) as served:
                 request = MeasureRequest(
                     url=served.url,
                     model=model,

@@ -172,24 +172,34 @@ def token_revoke(
 
 
 def publish(
-    file: str = typer.Argument(..., help="A recipe .json or a bench result file."),
+    file: str = typer.Argument(
+        ..., help="A recipe .json, a bench result or a capacity result file."
+    ),
     hub: str = typer.Option(..., "--hub", help="The hub's base URL, e.g. http://127.0.0.1:8080."),
     token: str = typer.Option(
         None, "--token", envvar="RIGBOOK_HUB_TOKEN", help="API token (`rigbook hub token create`)."
     ),
     recipe: str = typer.Option(
-        None, "--recipe", help="For a result: the recipe slug, when its conditions name none."
+        None,
+        "--recipe",
+        help="For a bench or capacity result: the recipe slug, when its conditions name none.",
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Publish a recipe (a new revision) or a bench result (measured points) to a hub."""
+    """Publish a recipe (a new revision), a bench result (measured points) or a capacity result
+    (its users_at_slo point) to a hub."""
     with handled(as_json):
         from rigbook.hub.publish import publish_file
 
         done = publish_file(file, hub, token, recipe=recipe)
 
         def show() -> None:
-            what = f"{done.points_added} measured point(s)" if done.kind == "result" else "recipe"
+            what = {
+                "result": f"{done.points_added} measured point(s)",
+                "capacity": f"{done.points_added} users_at_slo point(s)",
+            }.get(done.kind, "recipe")
+            if done.verified:
+                what += f", {done.verified} verified from the journal"
             note = " (already published: nothing added)" if done.duplicate else ""
             console.print(
                 f"published {what} to {done.slug} revision {done.revision}{note}: {done.url}",

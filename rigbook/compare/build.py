@@ -11,6 +11,7 @@ from __future__ import annotations
 from itertools import combinations
 from pathlib import PurePath
 
+from rigbook.capacity.slo import canonical_slo
 from rigbook.compare.derived import derive
 from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.quality import quality_pairs
@@ -20,10 +21,18 @@ from rigbook.compare.verdict import aspect_verdicts, summarise
 from rigbook.errors import InputError
 
 
+def _same_slo(a: str | None, b: str | None) -> bool:
+    """One SLO in canonical form (term order, spacing, units aside); text this version cannot
+    read matches only itself."""
+    if a is None or b is None:
+        return a is b
+    return (canonical_slo(a) or a.strip()) == (canonical_slo(b) or b.strip())
+
+
 def _lines_up(a: ComparedPoint, b: ComparedPoint) -> bool:
     if a.slo is not None or b.slo is not None:
         # A capacity lines up with another capacity measured under the same SLO, whatever its users.
-        return a.slo == b.slo and (
+        return _same_slo(a.slo, b.slo) and (
             a.context_len is None or b.context_len is None or a.context_len == b.context_len
         )
     return a.concurrency == b.concurrency and (

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from rigbook.bench.result import BenchResult
+from rigbook.capacity.result import CapacityResult
 from rigbook.codes import CODES, Code, as_code
 from rigbook.errors import ErrorBody, ErrorDocument
 from rigbook.hub import repository as repo
@@ -31,6 +32,7 @@ from rigbook.hub.leaderboard import (
     EvidenceFilter,
     board_page,
     board_version,
+    canonical_scope,
 )
 from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
@@ -324,6 +326,30 @@ def post_result(
     )
 
 
+@router.post(
+    "/recipes/{slug}/capacity",
+    response_model=ResultAccepted,
+    status_code=201,
+    responses={
+        200: {"model": ResultAccepted, "description": "Published before: nothing added."},
+        **answers(*WRITE_STATUSES),
+    },
+)
+def post_capacity(
+    slug: str, result: CapacityResult, sessions: Sessions, writer_name: Writer
+) -> JSONResponse:
+    """Add a `rigbook capacity` result's users_at_slo point to the recipe as ``measured`` (a new
+    revision), or refuse it with every reason: the bench result's reasons for its probes and point,
+    a bad capacity hash, a search stopped before it settled, or an answer its probes' requests do
+    not give. When the probes carry their requests, the hub rebuilds each cell, reads each SLO term
+    again and applies the search's rule: a point that agrees is ``verified-from-journal``. The
+    point is ranked on the ``users_at_slo`` board only against the same SLO and profile."""
+    accepted = repo.add_capacity(sessions, slug, result, writer_name)
+    return JSONResponse(
+        accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
+    )
+
+
 @router.get("/leaderboard.json", response_model=BoardPage, responses=answers(304, *READ_STATUSES))
 def leaderboard(
     request: Request,
@@ -337,7 +363,12 @@ def leaderboard(
         ),
     ] = "decode_tok_s",
     scope: Annotated[
-        str | None, Query(max_length=300, description="The metric's fixed terms, exactly.")
+        str | None,
+        Query(
+            max_length=300,
+            description="The metric's fixed terms, exactly; for users_at_slo 'SLO · profile "
+            "NAME vN', the SLO in any term order, spacing or units.",
+        ),
     ] = None,
     model: Annotated[str | None, Query(max_length=200, description="Model slug.")] = None,
     card: Annotated[
@@ -364,6 +395,8 @@ def leaderboard(
             f"no metric {metric!r} on this board; known: {', '.join(sorted(METRICS))}",
             remedy=HTTP_REMEDY,
         )
+    if scope is not None and metric == "users_at_slo":  # the SLO as written: its canonical scope
+        scope = canonical_scope(scope)
     filters = BoardFilters(
         metric=metric,
         scope=scope,

@@ -11,7 +11,7 @@ import math
 from html import escape
 
 from rigbook.hub.display import shown_conditions, tok_s
-from rigbook.hub.leaderboard import effective_conditions, is_measured
+from rigbook.hub.leaderboard import effective_conditions, is_capacity, is_measured
 from rigbook.recipe.schema import Recipe
 
 WIDTH, HEIGHT = 640, 320
@@ -27,12 +27,15 @@ def _nice_max(value: float) -> float:
 
 
 def perf_chart(recipe: Recipe) -> str:
-    """The chart as SVG markup, or an empty string when no point has both a concurrency and a decode rate."""
+    """The chart as SVG markup, or an empty string when no point has both a concurrency and a decode rate.
+
+    A `rigbook capacity` point (users at an SLO) is not drawn: its concurrency is where a search
+    settled and its rate a median over re-runs, shown in the page's users-at-an-SLO block."""
     # (point, concurrency, decode tok/s) for each point that states both numbers.
     points = [
         (p, p.concurrency, p.decode_tok_s)
         for p in recipe.perf_points
-        if p.decode_tok_s is not None and p.concurrency is not None
+        if p.decode_tok_s is not None and p.concurrency is not None and not is_capacity(p)
     ]
     if not points:
         return ""

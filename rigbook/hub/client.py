@@ -155,3 +155,9 @@ class HubClient:
         return ResultAccepted.model_validate(
             self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", json=result)
         )
+
+    def publish_capacity(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
+        """Add a capacity result's users_at_slo point to recipe ``slug``."""
+        return ResultAccepted.model_validate(
+            self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", json=result)
+        )

@@ -15,6 +15,7 @@ page may be reused for.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -169,10 +170,71 @@ def hardware_label(recipe: Recipe) -> tuple[str, str, int]:
     return f"{recipe.gpu_count}x {card}", card, recipe.gpu_count
 
 
-def decode_points(recipe: Recipe) -> list[BoardPoint]:
-    """Aggregate decode tok/s at each concurrency: every point with both, finite and positive."""
+def is_capacity(point: PerfPoint) -> bool:
+    """A `rigbook capacity` point (users at an SLO): ranked on its own board, not as tok/s."""
+    return point.users_at_slo is not None or point.slo is not None
+
+
+SCOPE_JOIN: Final = " · profile "
+MAX_SCOPE: Final = 300  # board.scope is a String(300)
+
+
+def slo_scope(slo: str | None, profile: str | None) -> str:
+    """The board scope of a users-at-SLO number: the canonical SLO and the bench profile, e.g.
+    ``per_user_tok_s>=5,ttft_p90_ms<=5000,error_rate<=0 · profile quick v2``. Term order, spaces
+    and units do not change it (:func:`rigbook.capacity.slo.canonical_slo`); an SLO this version
+    cannot read is kept as written, and so ranked only against the same text."""
+    from rigbook.capacity.slo import canonical_slo
+
+    text = (slo or "").strip()
+    canon = canonical_slo(text) or " ".join(text.split()) or "no SLO stated"
+    scope = f"{canon}{SCOPE_JOIN}{' '.join((profile or 'not stated').split())}"
+    if len(scope) > MAX_SCOPE:  # the column's width: a long claim keeps a prefix and its digest
+        digest = hashlib.sha256(scope.encode()).hexdigest()[:16]
+        scope = f"{scope[: MAX_SCOPE - 18]}… {digest}"
+    return scope
+
+
+def canonical_scope(scope: str) -> str:
+    """A users-at-SLO scope as a reader may write it, made canonical (the SLO part normalised)."""
+    slo, sep, profile = scope.partition(SCOPE_JOIN)
+    return slo_scope(slo, profile) if sep else scope
+
+
+def users_points(recipe: Recipe) -> list[BoardPoint]:
+    """Users at an SLO, one number per capacity point, scoped by its SLO and profile."""
     found = []
     for point in recipe.perf_points:
+        if point.users_at_slo is None:
+            continue
+        said = [point.notes] if point.notes else []
+        if point.users_at_slo_lower_bound:
+            said.append("a lower bound: the search found no level that broke the SLO")
+        if point.slo_binding:
+            said.append(f"binding term: {point.slo_binding}")
+        found.append(
+            BoardPoint(
+                metric="users_at_slo",
+                scope=slo_scope(point.slo, point.slo_profile),
+                value=float(point.users_at_slo),
+                evidence=evidence_of(point),
+                published_by=published_by(point),
+                claimed_by=point.claimed_by,
+                notes="; ".join(said) or None,
+                per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
+                conditions=effective_conditions(recipe, point),
+            )
+        )
+    return found
+
+
+def decode_points(recipe: Recipe) -> list[BoardPoint]:
+    """Aggregate decode tok/s at each concurrency: every point with both, finite and positive
+    (not a capacity point's: its concurrency is the answer of a search, ranked as users)."""
+    found = []
+    for point in recipe.perf_points:
+        if is_capacity(point):
+            continue
         value, c = point.decode_tok_s, point.concurrency
         if value is None or c is None or not math.isfinite(value) or value <= 0:
             continue
@@ -207,6 +269,10 @@ def register(metric: Metric, finder: Callable[[Recipe], list[BoardPoint]]) -> No
 
 
 register(Metric(name="decode_tok_s", label="decode tok/s (aggregate)", unit="tok/s"), decode_points)
+register(
+    Metric(name="users_at_slo", label="users served at an SLO (rigbook capacity)", unit="users"),
+    users_points,
+)
 
 
 def _partition(row: BoardRow) -> tuple:

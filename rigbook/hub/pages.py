@@ -12,6 +12,7 @@ import json
 import shlex
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -24,13 +25,17 @@ from rigbook.hub.chart import perf_chart
 from rigbook.hub.display import shown_conditions, tok_s
 from rigbook.hub.leaderboard import (
     METRICS,
+    SCOPE_JOIN,
     BoardFilters,
     board_page,
+    canonical_scope,
     effective_conditions,
     evidence_of,
     hardware_label,
+    is_capacity,
     is_measured,
     published_by,
+    slo_scope,
 )
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
@@ -100,6 +105,25 @@ def recipe_page(request: Request, slug: str) -> HTMLResponse:
     return HTMLResponse(body)
 
 
+def slo_terms(slo: str | None) -> list[str]:
+    """An SLO's terms as a person reads them ('≥ 5 tok/s each', 'TTFT p90 ≤ 5 s'); the text as
+    written when this version cannot read it."""
+    from rigbook.capacity.slo import parse_slo
+    from rigbook.errors import InputError
+
+    try:
+        return [t.phrase() for t in parse_slo(slo or "").terms]
+    except InputError:
+        return [slo or "no SLO stated"]
+
+
+def slo_label(term: str | None) -> str | None:
+    """A term's name as the sentence says it ('TTFT p90'), else as given."""
+    from rigbook.capacity.slo import KINDS
+
+    return KINDS[term].label if term in KINDS else term
+
+
 def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
     recipe = parse_recipe(record, slug)
     points = [
@@ -111,7 +135,22 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
             "conditions": shown_conditions(effective_conditions(recipe, p)),
         }
         for p in recipe.perf_points
-        if p.quality is None and needle_claim(p) is None
+        if p.quality is None and needle_claim(p) is None and not is_capacity(p)
+    ]
+    capacity = [
+        {
+            "point": p,
+            "evidence": evidence_of(p),
+            "by": published_by(p),
+            "terms": slo_terms(p.slo),
+            "slo": slo_scope(p.slo, p.slo_profile).partition(SCOPE_JOIN)[0],
+            "binding": slo_label(p.slo_binding),
+            "board": "/leaderboard?"
+            + urlencode({"metric": "users_at_slo", "scope": slo_scope(p.slo, p.slo_profile)}),
+            "conditions": shown_conditions(effective_conditions(recipe, p)),
+        }
+        for p in recipe.perf_points
+        if p.users_at_slo is not None
     ]
     quality = [{"point": p, "label": label(p), "score": score(p)} for p in recipe_quality(recipe)]
     return templates.get_template("recipe.html").render(
@@ -121,6 +160,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
         launch=shlex.join(recipe.config.launch),
         chart=Markup(perf_chart(recipe)),
         points=points,
+        capacity=capacity,
         quality=quality,
         revisions=list(reversed(history)),
         result_charts=result_charts(shelf),
@@ -132,10 +172,18 @@ def leaderboard_page(
     request: Request,
     model: Annotated[str | None, Query(max_length=200)] = None,
     card: Annotated[str | None, Query(max_length=200)] = None,
+    metric: Annotated[str, Query(max_length=64)] = "decode_tok_s",
+    scope: Annotated[str | None, Query(max_length=300)] = None,
     page: Annotated[int, Query(ge=1, le=10**6)] = 1,
 ) -> HTMLResponse:
-    """The leaderboard a page at a time, one table per model, hardware and concurrency."""
-    filters = BoardFilters(model=model, card=card)
+    """The leaderboard a page at a time, one table per model, hardware, scope and concurrency:
+    for ``metric=users_at_slo`` one per model, hardware, SLO and profile."""
+    if metric not in METRICS:
+        return render("not_found.html", 404, path=request.url.path)
+    scope = scope or None
+    if scope is not None and metric == "users_at_slo":
+        scope = canonical_scope(scope)
+    filters = BoardFilters(model=model, card=card, metric=metric, scope=scope)
     with request.app.state.sessions() as session:
         total, items = board_page(
             session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE
@@ -151,6 +199,8 @@ def leaderboard_page(
         groups=groups,
         pairs=shown_conditions,
         metric=METRICS[filters.metric],
+        metrics=METRICS,
+        scope=scope or "",
         page=page,
         pages=pages,
         model=model or "",

@@ -1,4 +1,5 @@
-"""`rigbook publish`: send a recipe or a bench result file to a hub, telling which it is by its content."""
+"""`rigbook publish`: send a recipe, a bench result or a capacity result file to a hub, telling
+which it is by its content."""
 
 from __future__ import annotations
 
@@ -9,26 +10,30 @@ from typing import Literal
 from pydantic import BaseModel
 
 from rigbook.bench.result import BenchResult, load_result
+from rigbook.capacity.result import CAPACITY_KIND, load_capacity
 from rigbook.errors import InputError
 from rigbook.hub.client import HubClient
 from rigbook.recipe.load import dump_recipe, load_recipe_file
 
 RESULT_KIND = "rigbook.bench.result"
+FileKind = Literal["recipe", "result", "capacity"]
 
 
 class Published(BaseModel):
     """What a publish did."""
 
-    kind: Literal["recipe", "result"]
+    kind: FileKind
     slug: str
     revision: int
     points_added: int | None = None
+    verified: int | None = None
     duplicate: bool = False
     url: str
 
 
-def file_kind(path: Path) -> Literal["recipe", "result"]:
-    """``result`` for a rigbook bench result, ``recipe`` for anything else (validated as a recipe later)."""
+def file_kind(path: Path) -> FileKind:
+    """``result`` for a rigbook bench result, ``capacity`` for a capacity result, ``recipe`` for
+    anything else (validated as a recipe later)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -39,7 +44,8 @@ def file_kind(path: Path) -> Literal["recipe", "result"]:
             f"{path} is not JSON: {exc}",
             "Publish a recipe .json or a result file from `rigbook bench`.",
         ) from None
-    return "result" if isinstance(data, dict) and data.get("kind") == RESULT_KIND else "recipe"
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return "result" if kind == RESULT_KIND else "capacity" if kind == CAPACITY_KIND else "recipe"
 
 
 def result_slug(result: BenchResult, given: str | None) -> str:
@@ -67,7 +73,21 @@ def publish_file(
     """Publish ``path`` to ``hub``: a recipe as a new revision, a result as measured points of its recipe."""
     path = Path(path).expanduser()
     client = HubClient(hub, token)
-    if file_kind(path) == "result":
+    kind = file_kind(path)
+    if kind == "capacity":
+        capacity = load_capacity(path)
+        slug = result_slug(capacity.bench, recipe)
+        accepted = client.publish_capacity(slug, capacity.model_dump(mode="json"))
+        return Published(
+            kind="capacity",
+            slug=slug,
+            revision=accepted.revision,
+            points_added=accepted.points_added,
+            verified=accepted.verified,
+            duplicate=accepted.duplicate,
+            url=f"{client.base_url}/r/{slug}",
+        )
+    if kind == "result":
         result = load_result(path)
         slug = result_slug(result, recipe)
         accepted = client.publish_result(slug, result.model_dump(mode="json"))
@@ -76,6 +96,7 @@ def publish_file(
             slug=slug,
             revision=accepted.revision,
             points_added=accepted.points_added,
+            verified=accepted.verified,
             duplicate=accepted.duplicate,
             url=f"{client.base_url}/r/{slug}",
         )

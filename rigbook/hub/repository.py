@@ -22,9 +22,11 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.bench.result import BenchResult
+from rigbook.capacity.result import CapacityResult
 from rigbook.errors import InputError
 from rigbook.hashing import canonical_json
 from rigbook.hub.admission import result_problems
+from rigbook.hub.capacity import capacity_problems, check_capacity_journal
 from rigbook.hub.db import writing
 from rigbook.hub.evidence import check_journal
 from rigbook.hub.leaderboard import write_board
@@ -33,7 +35,7 @@ from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
 from rigbook.hub.schemas import ResultAccepted, RevisionInfo
 from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.load import parse_recipe, read_json_text
-from rigbook.recipe.schema import Recipe
+from rigbook.recipe.schema import PerfPoint, Recipe
 
 WRITE_ATTEMPTS = 20
 MAX_DEVICE_COUNT = 1_000_000
@@ -406,20 +408,62 @@ def add_result(
     The result is checked against the revision its points would join, in the same transaction: a refusal
     (E_RESULT_REFUSED) lists every reason.
     """
-    digest = result.content_hash or ""
     journal = check_journal(result)
+    return _join_measured(
+        factory,
+        slug,
+        digest=result.content_hash or "",
+        points=result.perf_points,
+        verified=set(journal.verified),
+        problems=lambda recipe: result_problems(result, recipe) + journal.problems,
+        body=result.model_dump(mode="json"),
+        what="bench result",
+        token_name=token_name,
+    )
 
-    def body(session: Session) -> ResultAccepted:
+
+def add_capacity(
+    factory: sessionmaker[Session], slug: str, result: CapacityResult, token_name: str
+) -> ResultAccepted:
+    """Join a capacity result's users_at_slo point to ``slug`` as ``measured`` (once per result),
+    after the checks of :mod:`rigbook.hub.capacity`; a refusal (E_RESULT_REFUSED) lists every reason."""
+    journal = check_capacity_journal(result)
+    return _join_measured(
+        factory,
+        slug,
+        digest=result.content_hash or "",
+        points=result.perf_points,
+        verified=set(range(len(result.perf_points))) if journal.verified else set(),
+        problems=lambda recipe: capacity_problems(result, recipe) + journal.problems,
+        body=result.model_dump(mode="json"),
+        what="capacity result",
+        token_name=token_name,
+    )
+
+
+def _join_measured(
+    factory: sessionmaker[Session],
+    slug: str,
+    *,
+    digest: str,
+    points: list[PerfPoint],
+    verified: set[int],
+    problems: Callable[[Recipe], list[str]],
+    body: dict[str, Any],
+    what: str,
+    token_name: str,
+) -> ResultAccepted:
+    def write(session: Session) -> ResultAccepted:
         row = _locked_row(session, slug) if SLUG_RE.fullmatch(slug) else None
         if row is None:
             raise InputError("E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
         latest = _latest_record(session, row)
-        problems = result_problems(result, parse_recipe(latest, slug)) + journal.problems
-        if problems:
+        found = problems(parse_recipe(latest, slug))
+        if found:
             raise InputError(
                 "E_RESULT_REFUSED",
-                f"the result cannot be published: {len(problems)} problem(s)",
-                details=problems,
+                f"the {what} cannot be published: {len(found)} problem(s)",
+                details=found,
             )
         seen = session.execute(
             select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
@@ -433,13 +477,11 @@ def add_result(
                 duplicate=True,
             )
         measured = [
-            measured_point(p, digest, verified=i in journal.verified, published_by=token_name)
-            for i, p in enumerate(result.perf_points)
+            measured_point(p, digest, verified=i in verified, published_by=token_name)
+            for i, p in enumerate(points)
         ]
         record = latest | {"perf_points": [*(latest.get("perf_points") or []), *measured]}
-        record = _add_revision(
-            session, row, record, notes=f"measured points from bench result {digest}"
-        )
+        record = _add_revision(session, row, record, notes=f"measured points from {what} {digest}")
         no = record["revision"]["no"]
         session.add(
             ResultRow(
@@ -448,7 +490,7 @@ def add_result(
                 revision_no=no,
                 token_name=token_name,
                 created_at=record["updated_at"],
-                body=json.dumps(result.model_dump(mode="json"), ensure_ascii=True),
+                body=json.dumps(body, ensure_ascii=True),
             )
         )
         return ResultAccepted(
@@ -456,7 +498,7 @@ def add_result(
             revision=no,
             points_added=len(measured),
             content_hash=digest,
-            verified=len(journal.verified),
+            verified=len(verified),
         )
 
-    return _write(factory, body)
+    return _write(factory, write)

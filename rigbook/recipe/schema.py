@@ -295,6 +295,10 @@ class PerfPoint(Record):
         default=None,
         description="The bench profile users_at_slo was measured with, as 'name vVERSION' (e.g. 'seed v1').",
     )
+    slo_binding: str | None = Field(
+        default=None,
+        description="The SLO term that broke one level above users_at_slo (none for a lower bound).",
+    )
     conditions: PerfConditions | None = None
     quality: QualityMeasure | None = None
 
