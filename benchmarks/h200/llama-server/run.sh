@@ -32,11 +32,11 @@ fi
 
 # 2. the CUDA build, in the background (about 6 minutes on 16 cores)
 BIN="$WORK/build/bin"
-if [ ! -x "$BIN/llama-server" ] || [ ! -x "$BIN/llama-quantize" ]; then
+if [ ! -x "$BIN/llama-server" ] || [ ! -x "$BIN/llama-quantize" ] || [ ! -x "$BIN/llama-bench" ]; then
   ( cmake -S "$SRC" -B "$WORK/build" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
       -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
       -DCMAKE_BUILD_TYPE=Release > "$WORK/build.log" 2>&1 \
-    && cmake --build "$WORK/build" --target llama-server llama-quantize -j "$(nproc)" >> "$WORK/build.log" 2>&1
+    && cmake --build "$WORK/build" --target llama-server llama-quantize llama-bench -j "$(nproc)" >> "$WORK/build.log" 2>&1
     echo "build rc=$? at $(el)s" >> "$WORK/build.log" ) &
   BUILD=$!
   say "build started (pid $BUILD)"
@@ -138,5 +138,18 @@ if [ -f "$F16" ] && left 30 && [ ! -f "$WORK/compare/provoke-gpu-oom.log" ]; the
     > "$WORK/compare/provoke-gpu-oom.log" 2>&1
   echo "exit status $?" >> "$WORK/compare/provoke-gpu-oom.log"
 fi
+# 7. where a single request's decode time goes (F16 short of 70 % of the ceiling): the card's
+# achievable read bandwidth, then llama.cpp's own decode rate without server or HTTP
+if [ -f "$F16" ] && left 45 && [ ! -f "$WORK/compare/bandwidth.json" ]; then
+  python3 "$HERE/bandwidth-probe.py" > "$WORK/compare/bandwidth.json" 2> "$WORK/compare/bandwidth.err"
+  say "bandwidth: $(cat "$WORK/compare/bandwidth.json")"
+fi
+for fa in 1 0; do
+  [ -f "$F16" ] && left 30 && [ ! -f "$WORK/compare/llama-bench-fa$fa.json" ] || continue
+  "$BIN/llama-bench" -m "$F16" -ngl 999 -fa "$fa" -p 0 -n 256 -r 3 -o json \
+    > "$WORK/compare/llama-bench-fa$fa.json" 2> "$WORK/compare/llama-bench-fa$fa.err"
+  say "llama-bench tg256 fa=$fa rc=$?"
+done
+nvidia-smi --query-gpu=clocks.max.mem,clocks.mem,clocks.sm --format=csv >> "$WORK/compare/models.txt"
 tar czf "$OUT/compare.tar.gz" -C "$WORK" compare
 say "done"
