@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final, Literal, cast
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from sqlalchemy import CursorResult, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
@@ -101,6 +101,12 @@ class BoardFilters(BaseModel):
     concurrency: int | None = None
     evidence: EvidenceFilter | None = None
     recipe: str | None = None
+
+    @field_validator("scope", "model", "card", "recipe")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # A NUL can match nothing stored, and PostgreSQL refuses it in a query parameter.
+        return None if value is None else value.replace("\x00", "")
 
 
 def is_measured(point: PerfPoint) -> bool:

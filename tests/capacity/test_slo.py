@@ -30,7 +30,7 @@ def test_canonical_text_orders_terms_and_adds_the_error_term():
         ("per_user_tok_s>=20,per_user_tok_s>=30", "twice"),
         ("error_rate<=0.01", "no speed or latency"),
         ("error_rate<=150%", "out of range"),
-        ("ttft_p99_ms<=5%", "only error_rate"),
+        ("ttft_p99_ms<=5%", "is in ms, not %"),
     ],
 )
 def test_bad_slo_is_refused_with_a_code(text, says):

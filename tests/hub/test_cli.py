@@ -103,6 +103,7 @@ def test_publish_recipe_and_result(served, tmp_path, seed_record):
         "slug": "my-rig",
         "revision": 1,
         "points_added": None,
+        "verified": None,
         "duplicate": False,
         "url": "",
     }

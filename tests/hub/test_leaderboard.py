@@ -174,3 +174,11 @@ def test_the_migration_fills_the_board_from_recipes_already_stored(tmp_path):
     expected = claimed_points([r for r in list_recipes() if r.slug == SEED_SLUG])
     assert expected > 0 and len(items) == expected and {e["recipe"] for e in items} == {SEED_SLUG}
     app.state.engine.dispose()
+
+
+def test_a_nul_in_a_filter_matches_nothing_and_is_no_server_error(hub):
+    # Found by the schema fuzzer on PostgreSQL, which refuses NUL in a query parameter (503 E_DB before).
+    for key in ("scope", "recipe", "model", "card"):
+        got = hub.client.get(BOARD, params={key: "x\x00y"})
+        assert got.status_code == 200, got.text
+        assert got.json()["items"] == []
