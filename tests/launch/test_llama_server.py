@@ -155,3 +155,17 @@ def test_the_program_make_builds_beside_the_venvs_python_is_found_without_path(
     assert llama_server.find_program(LlamaServerLaunch(model_path="m.gguf")) == program
     os.chmod(program, 0o644)
     assert llama_server.find_program(LlamaServerLaunch(model_path="m.gguf")) is None
+
+
+def test_a_real_gpu_out_of_memory_log_maps_to_e_gpu_memory():
+    """llama-server's CUDA build on an H200, asked for a 4M-token KV cache (about 500 GB) with
+    --fit off: its own log (benchmarks/h200/llama-server/run.sh provoked it)."""
+    from rigbook.codes import CODES
+    from rigbook.launch.engines.llama_server import LlamaServerEngine
+    from rigbook.launch.logscan import explain_exit
+
+    log = Path(__file__).parents[1] / "fixtures" / "llama-server-logs" / "h200-gpu-oom.log"
+    hit = explain_exit(log.read_text().splitlines(), LlamaServerEngine.log_patterns)
+    assert hit is not None and hit.code == "E_GPU_MEMORY"
+    assert "cudaMalloc failed: out of memory" in hit.line
+    assert CODES["E_GPU_MEMORY"].remedy
