@@ -119,7 +119,8 @@ for label in $FLOWS; do
     say "quantize q4_k_m rc=$? $(stat -c %s "$Q4" 2>/dev/null) bytes"
     mkdir -p "$WORK/q4-k-m" && cp "$WORK/quantize-q4.log" "$WORK/q4-k-m/"
   fi
-  [ -f "$MODELS/llama-3.1-8b-shape-synthetic-$label.gguf" ] || { say "no model for $label"; continue; }
+  # a label "X-fa" is model X served with flash attention forced on (its recipe adds --flash-attn on)
+  [ -f "$MODELS/llama-3.1-8b-shape-synthetic-${label%-fa}.gguf" ] || { say "no model for $label"; continue; }
   left 90 || { say "no time for flow $label"; continue; }
   flow "$label"
 done
