@@ -13,17 +13,19 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never a display
 import matplotlib.pyplot as plt
 from jinja2 import Environment, PackageLoader, select_autoescape
+from matplotlib.figure import Figure
 
 from rigbook.bench.report import Written, write_report
 from rigbook.capacity.result import CapacityResult
 from rigbook.capacity.slo import KINDS
 
 
-def plot_capacity(result: CapacityResult, path: Path) -> Path:
+def capacity_figure(result: CapacityResult) -> Figure:
     """Each term's value per probe (filled: passed, x: failed) with its SLO line, on a rate axis
-    and a latency axis; aggregate tok/s below; the knee (the answer) as a vertical line."""
+    and a latency axis; aggregate tok/s below; the knee (the answer) as a solid vertical line and
+    the first failing level as a dotted one. Every probe is drawn, re-runs included."""
     fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(7, 6), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+        2, 1, figsize=(7, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
     )
     latency = top.twinx()
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -48,14 +50,17 @@ def plot_capacity(result: CapacityResult, path: Path) -> Path:
         ax.axhline(
             term.threshold, color=colour, linestyle="--", linewidth=1, label=f"SLO {term.phrase()}"
         )
-    knee = result.answer.users
+    a = result.answer
+    knee, fail = a.users, a.first_fail_concurrency
     for ax in (top, bottom):
         if knee:
             ax.axvline(knee, color="black", linewidth=1, alpha=0.6)
+        if fail is not None:
+            ax.axvline(fail, color="black", linewidth=1, alpha=0.4, linestyle=":")
         ax.grid(alpha=0.3)
     if knee:
         top.annotate(
-            f"{'≥ ' if result.answer.lower_bound else ''}{knee} users",
+            f"{'≥ ' if a.lower_bound else ''}{knee} users",
             (knee, 1.0),
             xycoords=("data", "axes fraction"),
             xytext=(3, -12),
@@ -65,8 +70,23 @@ def plot_capacity(result: CapacityResult, path: Path) -> Path:
     latency.set_ylabel("ms")
     handles = [h for ax in (top, latency) for h in ax.get_legend_handles_labels()[0]]
     labels = [lb for ax in (top, latency) for lb in ax.get_legend_handles_labels()[1]]
-    top.legend(handles, labels, fontsize="small", loc="best")
-    top.set_title(f"{result.bench.conditions.model}: users at {result.slo.text}", fontsize="medium")
+    # Above the plot, so it never hides a probe.
+    top.legend(
+        handles,
+        labels,
+        fontsize="small",
+        loc="lower left",
+        bbox_to_anchor=(0, 1.02, 1, 0.2),
+        mode="expand",
+        ncol=2,
+        borderaxespad=0,
+    )
+    # With no user at the SLO there is no knee to draw: the title says so (a note inside the plot
+    # would sit on the one-user probes).
+    none = "" if knee else "\nno user met the SLO"
+    fig.suptitle(
+        f"{result.bench.conditions.model}: users at {result.slo.text}{none}", fontsize="medium"
+    )
     levels = sorted({o.concurrency for o in result.probes})
     agg = [
         (o.concurrency, o.aggregate_tok_s) for o in result.probes if o.aggregate_tok_s is not None
@@ -79,6 +99,12 @@ def plot_capacity(result: CapacityResult, path: Path) -> Path:
         bottom.set_xscale("log", base=2)
     bottom.set_xticks(levels, [str(c) for c in levels])
     fig.tight_layout()
+    return fig
+
+
+def plot_capacity(result: CapacityResult, path: Path) -> Path:
+    """:func:`capacity_figure` written to ``path``."""
+    fig = capacity_figure(result)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -74,6 +74,25 @@ class CapacityResult(BaseModel):
         return self.model_copy(update={"content_hash": content_hash(self.hashed_body())})
 
 
+def hash_as_written(raw: dict) -> str:
+    """The content hash of a capacity result's JSON as it was written (or posted): everything but
+    ``content_hash``, later fields left out while unset, as :meth:`CapacityResult.hashed_body`
+    does. Read from the file's own JSON, not from a model re-built from it: a field a later
+    version added (with its default) to any part of the result would otherwise change the hash
+    of every older file."""
+    body = {k: v for k, v in raw.items() if k != "content_hash"}
+    return content_hash(_without_unset_later(body))
+
+
+def hash_matches(raw: object) -> bool:
+    """True when ``raw`` (a capacity result's JSON) carries the hash of its own content."""
+    return (
+        isinstance(raw, dict)
+        and isinstance(raw.get("content_hash"), str)
+        and raw["content_hash"] == hash_as_written(raw)
+    )
+
+
 def is_capacity_file(path: Path | str) -> bool:
     """True when ``path`` is a JSON file holding a capacity result (peeked at, not validated)."""
     p = Path(path).expanduser()
@@ -97,7 +116,9 @@ def save_capacity(result: CapacityResult, path: Path) -> Path:
 
 
 def load_capacity(path: Path | str) -> CapacityResult:
-    """Read a capacity result; a malformed file or a wrong hash is ``E_RESULT_INVALID``."""
+    """Read a capacity result; a malformed file or a wrong hash is ``E_RESULT_INVALID``. The hash
+    is checked on the file as written (:func:`hash_as_written`), so results written by an older
+    version still load."""
     path = Path(path).expanduser()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -114,7 +135,7 @@ def load_capacity(path: Path | str) -> CapacityResult:
             f"{path} is not a capacity result ({exc.error_count()} problems)",
             details=details,
         ) from exc
-    if result.content_hash != result.with_hash().content_hash:
+    if not hash_matches(raw):
         raise InputError(
             "E_RESULT_INVALID",
             f"{path}: content_hash does not match the content (edited after the run?)",

@@ -59,6 +59,16 @@ def build_result(
     answer = decide(spec.slo, spec.settings, outcomes, bench)
     point = users_point(spec.slo, answer, bench, prober.extra)
     warnings = list(bench.warnings)
+    if prober.stop.is_set():
+        finished = sum(o.verdict != "stopped" for o in outcomes)
+        # The run as a whole was cut short (Ctrl-C, SIGTERM): said once for the search, whether
+        # the signal came inside a probe (whose own W_CUT_SHORT is above, with its number) or
+        # between two, where no probe's bench saw it.
+        warnings.insert(
+            0,
+            f"W_CUT_SHORT: stopped by a signal after {finished} finished probe(s); the result "
+            "holds what was measured and the answer is a lower bound",
+        )
     if answer.lower_bound:
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
     if answer.unstable:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,10 +116,10 @@ class SloTerm(BaseModel):
             return (
                 "no failed request"
                 if self.threshold == 0
-                else f"error rate {sign} {_num(100 * self.threshold)}%"
+                else f"error rate {sign} {_num(_scaled(self.threshold, 100))}%"
             )
         if self.kind.unit == "ms" and self.threshold >= 1000:
-            return f"{self.kind.label} {sign} {_num(self.threshold / 1000)} s"
+            return f"{self.kind.label} {sign} {_num(_scaled(self.threshold, Decimal(1) / 1000))} s"
         return f"{self.kind.label} {sign} {_num(self.threshold)} ms"
 
 
@@ -134,6 +135,13 @@ class Slo(BaseModel):
         return next((t for t in self.terms if t.name == name), None)
 
 
+def _scaled(value: float | str, factor: Decimal | int) -> float:
+    """``value`` times ``factor`` in decimal, then as a float: 0.7% is 0.007 and 2.3 s is 2300 ms
+    exactly as written, where binary floats give 0.006999999999999999 (a different canonical SLO)
+    and 0.007 * 100 gives 0.7000000000000001."""
+    return float(Decimal(value if isinstance(value, str) else repr(value)) * factor)
+
+
 def _num(value: float) -> str:
     """The shortest text that reads back as ``value``: 20, 0.01, 2500 (never 2.5e+03 for a
     threshold a person writes, and never a rounded one that would merge two SLOs)."""
@@ -147,7 +155,11 @@ _TERM = re.compile(
     re.IGNORECASE,
 )
 # A unit written after a threshold, per the term's own unit: the factor to that unit.
-_UNITS = {"ms": {"ms": 1.0, "s": 1000.0}, "tok/s": {"tok/s": 1.0}, "": {"%": 0.01}}
+_UNITS: dict[str, dict[str, Decimal]] = {
+    "ms": {"ms": Decimal(1), "s": Decimal(1000)},
+    "tok/s": {"tok/s": Decimal(1)},
+    "": {"%": Decimal("0.01")},
+}
 _REMEDY = (
     "Write terms like per_user_tok_s>=20,ttft_p99_ms<=2000. Terms: "
     + ", ".join(f"{k.name}{k.op}N" for k in KINDS.values())
@@ -187,21 +199,19 @@ def parse_slo(text: str) -> Slo:
                 f"{part.strip()!r}: {name} is better {better}, so its term is {name}{kind.op}N",
                 _REMEDY,
             )
+        factor = _UNITS[kind.unit].get(unit) if unit else Decimal(1)
+        if factor is None:
+            raise InputError(
+                "E_SLO_INVALID",
+                f"{part.strip()!r}: {name} is in {kind.unit or 'a fraction (or %)'}, not {unit}",
+                _REMEDY,
+            )
         try:
-            value = float(raw_value)
-        except ValueError:
+            value = _scaled(raw_value, factor)
+        except (InvalidOperation, OverflowError):
             raise InputError(
                 "E_SLO_INVALID", f"{part.strip()!r}: {raw_value!r} is not a number", _REMEDY
             ) from None
-        if unit:
-            factor = _UNITS[kind.unit].get(unit)
-            if factor is None:
-                raise InputError(
-                    "E_SLO_INVALID",
-                    f"{part.strip()!r}: {name} is in {kind.unit or 'a fraction (or %)'}, not {unit}",
-                    _REMEDY,
-                )
-            value = value / 100.0 if unit == "%" else value * factor
         if not math.isfinite(value) or value < 0 or (name == "error_rate" and value >= 1):
             raise InputError(
                 "E_SLO_INVALID", f"{part.strip()!r}: the threshold is out of range", _REMEDY

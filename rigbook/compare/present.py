@@ -129,7 +129,8 @@ def figure_line(pair: PairComparison, aspect: str) -> str | None:
             parts.append(f"{v.figure_pct:.1f}% ({point_key(p)})")
     if not parts:
         return None
-    capacity = aspect == "throughput" and any(p.slo is not None for p in pair.points)
+    # Under an SLO every aspect's figure but power efficiency is the users ratio (aspect_verdicts).
+    capacity = aspect != "power_efficiency" and any(p.slo is not None for p in pair.points)
     return (
         f"A's {'users at the SLO' if capacity else _what(aspect)} is "
         + ", ".join(parts)

@@ -336,15 +336,16 @@ def post_result(
     },
 )
 def post_capacity(
-    slug: str, result: CapacityResult, sessions: Sessions, writer_name: Writer
+    slug: str, result: CapacityResult, given: GivenJson, sessions: Sessions, writer_name: Writer
 ) -> JSONResponse:
     """Add a `rigbook capacity` result's users_at_slo point to the recipe as ``measured`` (a new
     revision), or refuse it with every reason: the bench result's reasons for its probes and point,
     a bad capacity hash, a search stopped before it settled, or an answer its probes' requests do
     not give. When the probes carry their requests, the hub rebuilds each cell, reads each SLO term
     again and applies the search's rule: a point that agrees is ``verified-from-journal``. The
-    point is ranked on the ``users_at_slo`` board only against the same SLO and profile."""
-    accepted = repo.add_capacity(sessions, slug, result, writer_name)
+    point is ranked on the ``users_at_slo`` board only against the same SLO and profile. The hash
+    is checked on the JSON as sent (a result an older rigbook wrote keeps its hash)."""
+    accepted = repo.add_capacity(sessions, slug, result, writer_name, given)
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )

@@ -21,7 +21,7 @@ import statistics
 
 from pydantic import BaseModel
 
-from rigbook.capacity.result import CapacityResult
+from rigbook.capacity.result import CapacityResult, hash_matches
 from rigbook.capacity.search import bounds
 from rigbook.capacity.slo import canonical_slo, parse_slo, read_term
 from rigbook.errors import InputError
@@ -117,10 +117,18 @@ def check_capacity_journal(result: CapacityResult) -> CapacityCheck:
     return CapacityCheck(verified=not problems, problems=problems)
 
 
-def capacity_problems(result: CapacityResult, recipe: Recipe) -> list[str]:
-    """Every reason to refuse a capacity result for ``recipe``, one line each (empty: accept)."""
+def capacity_problems(result: CapacityResult, recipe: Recipe, given: object = None) -> list[str]:
+    """Every reason to refuse a capacity result for ``recipe``, one line each (empty: accept).
+    ``given``: the JSON as posted, whose own content the hash is checked on (as `load_capacity`
+    checks a file as written); without it, the hash is checked on ``result`` re-serialised."""
     problems = []
-    if result.content_hash is None or result.content_hash != result.with_hash().content_hash:
+    hash_ok = (
+        hash_matches(given)
+        if given is not None
+        else result.content_hash is not None
+        and result.content_hash == result.with_hash().content_hash
+    )
+    if not hash_ok:
         problems.append(
             "content_hash: does not match the capacity result's content (edited after the run, "
             "or missing)"

@@ -61,7 +61,7 @@ class HubClient:
         return text.replace(self.token, "[token]") if self.token else text
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        headers = self._headers()
+        headers = {**self._headers(), **kwargs.pop("headers", {})}
         url = self.base_url + path
         try:
             response = httpx.request(method, url, headers=headers, timeout=self.timeout, **kwargs)
@@ -156,8 +156,14 @@ class HubClient:
             self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", json=result)
         )
 
-    def publish_capacity(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
-        """Add a capacity result's users_at_slo point to recipe ``slug``."""
-        return ResultAccepted.model_validate(
-            self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", json=result)
+    def publish_capacity(self, slug: str, result: bytes | dict[str, Any]) -> ResultAccepted:
+        """Add a capacity result's users_at_slo point to recipe ``slug``: ``result`` is the file's
+        bytes as written (sent unchanged, so the hub checks the hash on what was measured), or
+        its JSON."""
+        path = f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity"
+        sent: dict[str, Any] = (
+            {"content": result, "headers": {"content-type": "application/json"}}
+            if isinstance(result, bytes)
+            else {"json": result}
         )
+        return ResultAccepted.model_validate(self._json("POST", path, **sent))

@@ -75,9 +75,12 @@ def publish_file(
     client = HubClient(hub, token)
     kind = file_kind(path)
     if kind == "capacity":
+        # Checked here (a malformed or edited file fails before anything is sent), then sent as the
+        # bytes written: a copy re-serialised by this version would carry fields the file does
+        # not (set to their defaults) and no longer match the hash of an older file.
         capacity = load_capacity(path)
         slug = result_slug(capacity.bench, recipe)
-        accepted = client.publish_capacity(slug, capacity.model_dump(mode="json"))
+        accepted = client.publish_capacity(slug, path.read_bytes())
         return Published(
             kind="capacity",
             slug=slug,

@@ -423,10 +423,15 @@ def add_result(
 
 
 def add_capacity(
-    factory: sessionmaker[Session], slug: str, result: CapacityResult, token_name: str
+    factory: sessionmaker[Session],
+    slug: str,
+    result: CapacityResult,
+    token_name: str,
+    given: object = None,
 ) -> ResultAccepted:
     """Join a capacity result's users_at_slo point to ``slug`` as ``measured`` (once per result),
-    after the checks of :mod:`rigbook.hub.capacity`; a refusal (E_RESULT_REFUSED) lists every reason."""
+    after the checks of :mod:`rigbook.hub.capacity`; a refusal (E_RESULT_REFUSED) lists every reason.
+    ``given`` is the JSON as posted: its hash is checked on it, and it is what is stored."""
     journal = check_capacity_journal(result)
     return _join_measured(
         factory,
@@ -434,8 +439,8 @@ def add_capacity(
         digest=result.content_hash or "",
         points=result.perf_points,
         verified=set(range(len(result.perf_points))) if journal.verified else set(),
-        problems=lambda recipe: capacity_problems(result, recipe) + journal.problems,
-        body=result.model_dump(mode="json"),
+        problems=lambda recipe: capacity_problems(result, recipe, given) + journal.problems,
+        body=given if isinstance(given, dict) else result.model_dump(mode="json"),
         what="capacity result",
         token_name=token_name,
     )

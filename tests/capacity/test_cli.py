@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from rigbook.bench.synthetic_curves import Curve
+from rigbook.capacity.result import load_capacity
 from tests.capacity.helpers import MAX_TOKENS, serve
 
 
@@ -110,3 +113,44 @@ def test_bad_input_is_one_json_error(args, code):
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["error"]["code"] == code
     assert "Traceback" not in done.stderr
+
+
+def test_a_signal_cuts_the_run_short_and_says_so(tmp_path):
+    """SIGTERM (as Ctrl-C) once the first probe is written: exit 128 + 15, the file holds what was
+    measured, and W_CUT_SHORT is in the printed summary and in the file."""
+    proc, url = serve(Curve(shape="hyperbolic", rate_tok_s=120, falloff=1.0))
+    out = tmp_path / "cut.json"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    run = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "rigbook", "capacity", url, "--slo", "per_user_tok_s>=5"),
+            *("--profile", "quick", "--model", "synthetic", "--max-tokens", str(MAX_TOKENS)),
+            *("--warmup", "0", "--rounds", "6", "--out", str(out), "--json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert out.exists(), run.communicate(timeout=60)
+        run.send_signal(signal.SIGTERM)
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+        proc.terminate()
+        proc.wait(10)
+    assert run.returncode == 128 + signal.SIGTERM, stderr
+    printed = json.loads(stdout)
+    cut = [w for w in printed["warnings"] if w.startswith("W_CUT_SHORT")]
+    # The search's own line first (a signal inside a probe also leaves that probe's, numbered).
+    assert cut and cut[0].startswith("W_CUT_SHORT: stopped by a signal after ")
+    assert "finished probe(s)" in cut[0]
+    assert not printed["answer"]["complete"] and printed["answer"]["lower_bound"]
+    result = load_capacity(out)
+    assert result.warnings == printed["warnings"] and result.bench.conditions.cut_short
+    assert result.probes[0].verdict == "pass"

@@ -170,6 +170,11 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
         "This rig serves no user at ≥ 500 tok/s each: one user alone gets"
     )
     assert result.perf_points == []
+    # Stopped by the SLO watch, not by a signal: no W_CUT_SHORT, in the capacity result or in
+    # the probe's own bench result, and the search is complete; its cell still says it was cut.
+    assert result.answer.complete and not any("W_CUT_SHORT" in w for w in result.warnings)
+    own = load_result(tmp_path / result.probes[0].result_file)
+    assert not any("W_CUT_SHORT" in w for w in own.warnings) and own.cells[0].cut_short
 
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
@@ -215,3 +220,9 @@ def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
     )
     assert result.bench.conditions.cut_short
     assert load_capacity(out) == result
+    # The signal came between probes, where no probe's bench saw it: the search reports it.
+    cut = [w for w in result.warnings if w.startswith("W_CUT_SHORT")]
+    assert cut == [
+        "W_CUT_SHORT: stopped by a signal after 2 finished probe(s); the result holds what was "
+        "measured and the answer is a lower bound"
+    ]

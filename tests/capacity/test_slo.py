@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,6 +50,72 @@ def test_phrases_read_as_a_person_writes_them():
         "ITL p99 ≤ 80 ms",
         "no failed request",
     ]
+
+
+@pytest.mark.parametrize(
+    "text, canonical, phrases",
+    [
+        (
+            "ttft_p90_ms<=2.5s,per_user_tok_s>=7.5,error_rate<=0.5%",
+            "per_user_tok_s>=7.5,ttft_p90_ms<=2500,error_rate<=0.005",
+            ["≥ 7.5 tok/s each", "TTFT p90 ≤ 2.5 s", "error rate ≤ 0.5%"],
+        ),
+        # Binary floats give 0.7 / 100 = 0.006999999999999999 and 0.007 * 100 = 0.7000000000000001:
+        # a decimal written by a person must read back as itself.
+        (
+            "per_user_tok_s>=7.5tok/s,ttft_p99_ms<=2.3s,error_rate<=0.7%",
+            "per_user_tok_s>=7.5,ttft_p99_ms<=2300,error_rate<=0.007",
+            ["≥ 7.5 tok/s each", "TTFT p99 ≤ 2.3 s", "error rate ≤ 0.7%"],
+        ),
+        (
+            "per_user_tok_s_p10>=0.3,ttft_p50_ms<=0.35s,itl_p99_ms<=12.5ms,error_rate<=1.1%",
+            "per_user_tok_s_p10>=0.3,ttft_p50_ms<=350,itl_p99_ms<=12.5,error_rate<=0.011",
+            [
+                "≥ 0.3 tok/s for 9 in 10 requests",
+                "TTFT p50 ≤ 350 ms",
+                "ITL p99 ≤ 12.5 ms",
+                "error rate ≤ 1.1%",
+            ],
+        ),
+        (
+            "ttft_p99_ms<=4.35S , per_user_tok_s>=2.5e1, error_rate<=0.007",
+            "per_user_tok_s>=25,ttft_p99_ms<=4350,error_rate<=0.007",
+            ["≥ 25 tok/s each", "TTFT p99 ≤ 4.35 s", "error rate ≤ 0.7%"],
+        ),
+    ],
+)
+def test_thresholds_with_decimals_and_units_read_back_exactly(text, canonical, phrases):
+    slo = parse_slo(text)
+    assert slo.text == canonical
+    assert [t.phrase() for t in slo.terms] == phrases
+    # The canonical text is a fixed point: it parses to itself.
+    assert parse_slo(slo.text).text == canonical
+
+
+@pytest.mark.parametrize("seconds", ["0.1", "0.3", "1.1", "2.3", "4.35", "0.07", "12.34"])
+def test_a_time_in_seconds_is_the_same_slo_as_in_ms(seconds):
+    ms = str(Decimal(seconds) * 1000).rstrip("0").rstrip(".")
+    assert (
+        parse_slo(f"per_user_tok_s>=1,ttft_p99_ms<={seconds}s").text
+        == parse_slo(f"per_user_tok_s>=1,ttft_p99_ms<={ms}").text
+    )
+
+
+@pytest.mark.parametrize("pct", ["0.1", "0.3", "0.7", "1.1", "2.5", "7", "33.3"])
+def test_a_percentage_is_the_same_slo_as_its_fraction(pct):
+    fraction = str(Decimal(pct) / 100)
+    a = parse_slo(f"per_user_tok_s>=1,error_rate<={pct}%")
+    assert a.text == parse_slo(f"per_user_tok_s>=1,error_rate<={fraction}").text
+    assert a.term("error_rate").phrase() == f"error rate ≤ {pct}%"
+
+
+@pytest.mark.parametrize(
+    "text", ["per_user_tok_s>=1e", "per_user_tok_s>=1.2.3", "ttft_p99_ms<=+-2s"]
+)
+def test_a_malformed_number_is_refused(text):
+    with pytest.raises(InputError) as err:
+        parse_slo(text)
+    assert err.value.code == "E_SLO_INVALID" and "is not a number" in err.value.message
 
 
 def _rec(i: int, ttft_ms: float | None, rate: float | None, ok: bool = True) -> RequestRecord:

@@ -9,6 +9,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 from rigbook.bench import MeasureRequest
 from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity import CapacityResult, CapacitySpec, SearchSettings, parse_slo, run_capacity
-from rigbook.capacity.result import save_capacity
+from rigbook.capacity.result import hash_as_written, save_capacity
 from rigbook.cli.app import app as cli
 from rigbook.hub.app import create_app
 from rigbook.hub.auth import create_token
@@ -280,3 +281,66 @@ def test_publish_a_capacity_file_to_a_real_hub(tmp_path, results):
         )
         assert wrong.exit_code == 2 and "E_INPUT" in wrong.stderr
     app.state.engine.dispose()
+
+
+def _older(path: Path, out: Path) -> Path:
+    """``path`` as a rigbook before ``result_file`` and ``warmup`` existed wrote it: those fields
+    absent, the hash over what is left."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    for probe in raw["probes"]:
+        probe.pop("result_file", None)
+    raw["bench"].pop("warmup", None)
+    raw["content_hash"] = hash_as_written(raw)
+    # Written with its own layout (no indent), which a re-serialised copy would not keep.
+    out.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    return out
+
+
+def test_publish_sends_the_capacity_file_as_written(tmp_path, results, monkeypatch):
+    older = _older(results["a1"], tmp_path / "older.json")
+    sent: list[bytes] = []
+    real = httpx.request
+
+    def spy(method, url, **kwargs):
+        if url.endswith("/capacity"):
+            sent.append(kwargs.get("content"))
+        return real(method, url, **kwargs)
+
+    monkeypatch.setattr(httpx, "request", spy)
+    app = create_app(f"sqlite:///{tmp_path / 'hub.sqlite3'}")
+    token = create_token(app.state.sessions, "cli")
+    recipe_file = tmp_path / "recipe.json"
+    recipe_file.write_text(json.dumps(_recipe()))
+    runner = CliRunner()
+    with live_hub(app) as url:
+        made = runner.invoke(cli, ["publish", str(recipe_file), "--hub", url, "--token", token])
+        assert made.exit_code == 0, made.output
+        done = runner.invoke(cli, ["publish", str(older), "--hub", url, "--token", token, "--json"])
+        assert done.exit_code == 0, done.output
+        answer = json.loads(done.stdout)
+        assert answer["kind"] == "capacity" and answer["points_added"] == 1
+        assert answer["verified"] == 1
+        stored = httpx.get(f"{url}/api/v1/recipes/{SLUG}.json").json()
+    app.state.engine.dispose()
+    # The bytes of the file, not a copy re-serialised by this version (which would add the
+    # fields this "older" file lacks and no longer match its hash).
+    assert sent == [older.read_bytes()]
+    assert [p["users_at_slo"] for p in stored["perf_points"] if p.get("users_at_slo")] == [2]
+
+
+def test_the_hub_checks_the_hash_on_the_json_as_posted(stocked, results, tmp_path):
+    older = _older(results["a1"], tmp_path / "older.json")
+    posted = stocked.client.post(
+        f"/api/v1/recipes/{SLUG}/capacity",
+        headers={**stocked.auth, "content-type": "application/json"},
+        content=older.read_bytes(),
+    )
+    assert posted.status_code == 201, posted.text
+    # The same file re-serialised with one number changed is refused for its hash.
+    raw = json.loads(older.read_text(encoding="utf-8"))
+    raw["answer"]["aggregate_tok_s"] = (raw["answer"]["aggregate_tok_s"] or 0) + 1
+    refused = stocked.client.post(
+        f"/api/v1/recipes/{SLUG}/capacity", headers=stocked.auth, json=raw
+    )
+    assert refused.status_code == 422, refused.text
+    assert any("content_hash" in d for d in refused.json()["error"]["details"])
