@@ -6,6 +6,7 @@ report` writes as for any bench result.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -63,9 +64,12 @@ def capacity_figure(result: CapacityResult) -> Figure:
             f"{'≥ ' if a.lower_bound else ''}{knee} users",
             (knee, 1.0),
             xycoords=("data", "axes fraction"),
-            xytext=(3, -12),
+            xytext=(-3, -12),
             textcoords="offset points",
+            ha="right",  # left of the line: the latency axis's labels are on the right
         )
+    for ax in (top, latency):  # from zero, so distances to the SLO lines read true
+        ax.set_ylim(0, ax.get_ylim()[1])
     top.set_ylabel("per-user tok/s")
     latency.set_ylabel("ms")
     handles = [h for ax in (top, latency) for h in ax.get_legend_handles_labels()[0]]
@@ -93,13 +97,30 @@ def capacity_figure(result: CapacityResult) -> Figure:
     ]
     if agg:
         bottom.scatter(*zip(*agg, strict=True), color=colours[0])
+        bottom.set_ylim(0, max(v for _, v in agg) * 1.1)  # from zero, so a flat curve looks flat
     bottom.set_ylabel("aggregate tok/s")
     bottom.set_xlabel("users (concurrent requests)")
     if levels and levels[-1] / levels[0] >= 8:
         bottom.set_xscale("log", base=2)
-    bottom.set_xticks(levels, [str(c) for c in levels])
+    bottom.set_xticks(*_tick_labels(levels, bottom.get_xscale() == "log", keep={knee}))
     fig.tight_layout()
     return fig
+
+
+def _tick_labels(
+    levels: list[int], log: bool, keep: set[int | None]
+) -> tuple[list[int], list[str]]:
+    """A tick for every probed level; a label only where it does not print over the last one
+    labelled (the knee always keeps its own)."""
+    span = (math.log2(levels[-1] / levels[0]) if log else levels[-1] - levels[0]) or 1.0
+    labels, last = [], None
+    for c in levels:
+        pos = math.log2(c) if log else c
+        wide = last is None or (pos - last) / span >= 0.08
+        labels.append(str(c) if wide or c in keep else "")
+        if labels[-1]:
+            last = pos
+    return levels, labels
 
 
 def plot_capacity(result: CapacityResult, path: Path) -> Path:
