@@ -469,8 +469,9 @@ _ALL = [
         "warning",
         None,
         "bench",
-        "The run was stopped before it finished; the result holds what was measured.",
-        "Run again to complete the missing cells.",
+        "The run (a bench, or a capacity search) was stopped before it finished; the result holds what "
+        "was measured.",
+        "Run again to complete the missing cells; a capacity answer cut short is a lower bound.",
     ),
     _c(
         Code.E_RESULT_INVALID,
