@@ -72,14 +72,19 @@ def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
     assert all(" 96 " in ln and "12.35" in ln for ln in rows)
 
 
-def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, tmp_path):
-    """The server answers 200 and then errors in band: E_ENGINE_ERROR (not E_HTTP), and the
-    failures are written, where before nothing was."""
+@pytest.mark.parametrize(
+    ("model", "error"), [("synthetic-error", "in_band_error"), ("synthetic-drop", "dropped")]
+)
+def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(
+    url, tmp_path, model, error
+):
+    """The server answers 200 and then errors in band or breaks the stream: E_ENGINE_ERROR (not
+    E_HTTP, whose remedy is about HTTP), and the failures are written, where before nothing was."""
     out = tmp_path / "r.json"
     done = measure(
         MeasureRequest(
             url=url,
-            model="synthetic-error",
+            model=model,
             concurrency=[1],
             requests=1,
             max_tokens=20,
@@ -89,9 +94,10 @@ def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, t
         )
     )
     assert done.verdict is not None and done.verdict.code == "E_ENGINE_ERROR"
+    assert "HTTP" not in done.verdict.error().remedy
     result = load_result(out)
     assert result.cells == [] and len(result.warmup) == 2
-    assert all(not r.ok and r.error.startswith("in_band_error") for r in result.warmup)
+    assert all(not r.ok and r.error.startswith(error) for r in result.warmup), result.warmup
     kinds = [json.loads(line)["type"] for line in done.journal_path.read_text().splitlines()]
     assert kinds.count("request") == 2 and kinds[-1] == "end"
 
