@@ -75,6 +75,11 @@ class Measurement(BaseModel):
     result_path: Path
     journal_path: Path
     verdict: Verdict | None = Field(default=None, description="Set when the run does not count.")
+    cut_short: bool = Field(
+        default=False,
+        description="The stop event ended the run early: the result holds what was measured "
+        "(W_CUT_SHORT) and is not whole; the command line exits 128 + the signal.",
+    )
 
 
 def check_levels(levels: list[int]) -> list[int]:
@@ -146,10 +151,10 @@ def default_out() -> Path:
 
 
 def verdict_of(result: BenchResult, path: Path) -> Verdict | None:
-    """Why the run does not count, or None: a warmup that never succeeded is ``E_CONNECT``,
-    ``E_HTTP`` or (the server answered 200, then failed the stream) ``E_ENGINE_ERROR``;
-    a cell not cut short with failed requests is ``E_BENCH_INVALID``."""
-    if result.warmup and not result.cells:
+    """Why the run does not count, or None: a warmup that never succeeded (and was not cut short
+    by the stop event) is ``E_CONNECT``, ``E_HTTP`` or (the server answered 200, then failed the
+    stream) ``E_ENGINE_ERROR``; a cell not cut short with failed requests is ``E_BENCH_INVALID``."""
+    if result.warmup and not result.cells and not result.conditions.cut_short:
         errors = [r.error or "" for r in result.warmup]
         code = (
             "E_CONNECT"
@@ -227,6 +232,7 @@ async def measure_async(
         result_path=target,
         journal_path=journal_path(target),
         verdict=verdict_of(result, target),
+        cut_short=result.conditions.cut_short,
     )
 
 

@@ -34,7 +34,13 @@ from rigbook.bench.result import (
     RequestRecord,
     save_result,
 )
-from rigbook.bench.scheduler import ClientMonitor, judge_client, run_burst, run_sustained
+from rigbook.bench.scheduler import (
+    ClientMonitor,
+    judge_client,
+    run_burst,
+    run_sustained,
+    until_done_or_stopped,
+)
 from rigbook.bench.telemetry import Sampler
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
@@ -301,14 +307,17 @@ class CellPlan:
 async def _warmup(
     plan: CellPlan, count: int, stop: asyncio.Event, journal: Journal
 ) -> list[RequestRecord]:
-    """Requests one at a time before measuring, until one succeeds; each is journaled and kept."""
+    """Requests one at a time before measuring, until one succeeds; each is journaled and kept.
+    Setting ``stop`` ends the request in flight too; that one is neither a failure nor kept."""
     send = plan.sender()
-    records = []
+    records: list[RequestRecord] = []
     for i in range(count):
         if stop.is_set():
             break
         raw = RawRequest()
-        await send(i, raw)
+        await until_done_or_stopped([asyncio.create_task(send(i, raw))], stop)
+        if stop.is_set() and raw.done is None:
+            break
         rec = plan.record(raw, cell=-1, index=i, t0=raw.sent).model_copy(update={"warmup": True})
         journal.write("request", record=rec)
         records.append(rec)

@@ -186,7 +186,7 @@ async def run_burst(
             on_done(i, raw)
 
     lanes = [asyncio.create_task(lane()) for _ in range(min(concurrency, requests))]
-    await _until_done_or_stopped(lanes, stop)
+    await until_done_or_stopped(lanes, stop)
 
 
 async def run_sustained(
@@ -213,11 +213,11 @@ async def run_sustained(
             on_done(i, raw)
 
     lanes = [asyncio.create_task(lane()) for _ in range(concurrency)]
-    await _until_done_or_stopped(lanes, stop)
+    await until_done_or_stopped(lanes, stop)
     return start, min(end, time.perf_counter())
 
 
-async def _until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event) -> None:
+async def until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event) -> None:
     """Wait for every task, or cancel them all once ``stop`` is set (one wait, however many tasks)."""
     everything = asyncio.gather(*tasks, return_exceptions=True)
     stopper = asyncio.create_task(stop.wait())

@@ -229,3 +229,48 @@ def test_energy_per_token_counts_only_the_token_window(url, tmp_path):
     assert len(cell.requests) >= 4
     # 1 W over a 1 s window is 1 J; 4 slow records would have added 0.8 J.
     assert 0.95 < cell.telemetry.energy_j_total < 1.25, cell.telemetry.energy_j_total
+
+
+@pytest.fixture(scope="module")
+def slow_url():
+    # 5 tok/s: a 200-token warmup reply takes 40 s.
+    proc, base = start_synthetic("--rate", "5", "--tokens-per-chunk", "1", "--falloff", "0")
+    yield base
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.mark.parametrize("during", ["warmup", "cell"])
+def test_a_stopped_run_returns_cut_short_within_seconds(slow_url, tmp_path, during):
+    """The library's side of a signal: setting the stop event ends the run within seconds, in the
+    warmup as in a cell, and the measurement says it was cut short (the CLI then exits 128 + the
+    signal, tests/bench/test_cli.py). A warmup request in flight used to run to its end (40 s
+    here) before the stop was looked at."""
+    import threading
+
+    stop = threading.Event()
+    timer = threading.Timer(1.5, stop.set)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        done = measure(
+            MeasureRequest(
+                url=slow_url,
+                model="synthetic",
+                concurrency=[2],
+                requests=2,
+                max_tokens=200,
+                warmup=1 if during == "warmup" else 0,
+                out=tmp_path / "r.json",
+                telemetry=False,
+            ),
+            stop,
+        )
+    finally:
+        timer.cancel()
+    elapsed = time.monotonic() - t0
+    assert elapsed < 10, elapsed
+    assert done.cut_short and done.result.conditions.cut_short
+    assert done.verdict is None and done.result.perf_points == []
+    assert any(w.startswith("W_CUT_SHORT") for w in done.result.warnings)
+    assert load_result(done.result_path).conditions.cut_short
