@@ -102,10 +102,10 @@ class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
     loop_lag_ms: Distribution = Field(
-        description="How late a 5 ms ticker woke on the client's event loop."
+        description="How late the stall ticker (1-5 ms period) woke on the client's event loop."
     )
     loop_lag_worst_ms: float | None = Field(
-        default=None, description="The ticker's latest wake: the longest client stall."
+        default=None, description="The ticker's latest wake: a lower bound of the longest client stall."
     )
     stall_worst_bound_ms: float | None = Field(
         default=None,
