@@ -105,7 +105,8 @@ class ClientLoad(Model):
         description="How late the stall ticker (1-5 ms period) woke on the client's event loop."
     )
     loop_lag_worst_ms: float | None = Field(
-        default=None, description="The ticker's latest wake: a lower bound of the longest client stall."
+        default=None,
+        description="The ticker's latest wake: a lower bound of the longest client stall.",
     )
     stall_worst_bound_ms: float | None = Field(
         default=None,
