@@ -274,3 +274,55 @@ def test_a_stopped_run_returns_cut_short_within_seconds(slow_url, tmp_path, duri
     assert done.verdict is None and done.result.perf_points == []
     assert any(w.startswith("W_CUT_SHORT") for w in done.result.warnings)
     assert load_result(done.result_path).conditions.cut_short
+
+
+def test_a_warmup_that_failed_in_several_ways_is_named_by_its_last_failure(tmp_path):
+    """A server still starting refuses the first warmup, then answers 503: that is an HTTP error
+    (E_HTTP), not a stream the engine broke after a 200 (E_ENGINE_ERROR, which a mix of
+    connect and HTTP failures used to be called)."""
+    from rigbook.bench.measure import verdict_of
+
+    result = load_result(_failed_warmup_result(tmp_path, ["connect: refused", "http_503: loading"]))
+    assert verdict_of(result, tmp_path / "r.json").code == "E_HTTP"
+    result = load_result(
+        _failed_warmup_result(tmp_path, ["http_503: loading", "dropped: stream ended"])
+    )
+    assert verdict_of(result, tmp_path / "r.json").code == "E_ENGINE_ERROR"
+    result = load_result(_failed_warmup_result(tmp_path, ["connect: refused"] * 2))
+    assert verdict_of(result, tmp_path / "r.json").code == "E_CONNECT"
+
+
+def _failed_warmup_result(tmp_path, errors: list[str]):
+    from rigbook.bench.assemble import assemble
+    from rigbook.bench.result import Conditions, ProfileRef, RunTelemetry, save_result
+
+    warmup = []
+    for i, error in enumerate(errors):
+        raw = RawRequest(sent=0.0)
+        raw.error, raw.done = error, 0.01
+        rec = to_record(
+            raw, cell=-1, index=i, prompt_index=0, t0=0.0, max_tokens=5, hold_length=True
+        )
+        warmup.append(rec.model_copy(update={"warmup": True}))
+    cond = Conditions(
+        url="http://127.0.0.1:1",
+        model="m",
+        profile=ProfileRef(
+            name="seed",
+            version=2,
+            content_hash="0",
+            max_tokens=5,
+            temperature=0.0,
+            top_p=1.0,
+            thinking=False,
+            reply_length_held=True,
+            workload="prose",
+        ),
+        mode="burst",
+        rigbook_version="test",
+        started_at="2026-12-04T00:00:00+00:00",
+    )
+    result = assemble(
+        cond, [], RunTelemetry(available=False), warnings=[], journal=None, warmup=warmup
+    )
+    return save_result(result, tmp_path / "r.json")
