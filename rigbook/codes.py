@@ -451,7 +451,7 @@ _ALL = [
         "warning",
         None,
         "bench",
-        "The client, not the server, set the pace of a cell.",
+        "The client may have stalled longer than the cell's stall limit (half the gap between a stream's events), so it, not the server, may have set the numbers of a cell.",
         "Run the client on a less loaded machine or lower the concurrency; the cell is marked client_bound.",
     ),
     _c(

@@ -137,10 +137,12 @@ class _Stream(asyncio.Protocol):
         )
 
     def data_received(self, data: bytes) -> None:
-        now = self.last_read = _perf()
-        self.raw.reads += 1
+        now = _perf()
         if self.watch is not None:
-            self.watch.saw(now)
+            # The first read's gap holds the TTFT; the others are this stream's pace.
+            self.watch.saw(now, now - self.last_read if self.raw.reads else 0.0)
+        self.raw.reads += 1
+        self.last_read = now
         self._now = now
         try:
             self.parser.feed_data(data)
@@ -272,20 +274,27 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
 
 
 class ReadWatch:
-    """The longest gap between two reads of any stream while streams were open: a client that
-    stops reading (a stall of its own) shows as a gap here even when the ticker missed it."""
+    """The reads of a cell's streams: the longest gap between two reads of any stream while
+    streams were open (a client that stops reading shows here, and so does a server pause), and
+    ``gap_s``, a running mean of the gap between two reads of one stream, which sets how finely
+    :class:`~rigbook.bench.scheduler.ClientMonitor` watches the loop."""
 
-    __slots__ = ("last", "open", "worst")
+    __slots__ = ("gap_s", "last", "open", "worst")
 
     def __init__(self) -> None:
         self.last: float | None = None
         self.worst = 0.0
         self.open = 0
+        self.gap_s = 0.0
 
-    def saw(self, now: float) -> None:
+    def saw(self, now: float, stream_gap: float = 0.0) -> None:
         if self.last is not None and now - self.last > self.worst:
             self.worst = now - self.last
         self.last = now
+        if stream_gap > 0.0:
+            self.gap_s = (
+                stream_gap if self.gap_s == 0.0 else self.gap_s + 0.05 * (stream_gap - self.gap_s)
+            )
 
     def opened(self) -> None:
         if self.open == 0:

@@ -75,6 +75,11 @@ class Measurement(BaseModel):
     result_path: Path
     journal_path: Path
     verdict: Verdict | None = Field(default=None, description="Set when the run does not count.")
+    cut_short: bool = Field(
+        default=False,
+        description="The stop event ended the run early: the result holds what was measured "
+        "(W_CUT_SHORT) and is not whole; the command line exits 128 + the signal.",
+    )
 
 
 def check_levels(levels: list[int]) -> list[int]:
@@ -145,19 +150,24 @@ def default_out() -> Path:
     return state_dir("results") / f"bench-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
 
 
+def _warmup_code(error: str) -> str:
+    """The code one failed warmup request points to: refused (``E_CONNECT``), an HTTP error
+    (``E_HTTP``), or a 200 whose stream then failed (``E_ENGINE_ERROR``)."""
+    if error.startswith("connect"):
+        return "E_CONNECT"
+    return "E_HTTP" if error.startswith("http_") else "E_ENGINE_ERROR"
+
+
 def verdict_of(result: BenchResult, path: Path) -> Verdict | None:
-    """Why the run does not count, or None: a warmup that never succeeded is ``E_CONNECT``,
-    ``E_HTTP`` or (the server answered 200, then failed the stream) ``E_ENGINE_ERROR``;
-    a cell not cut short with failed requests is ``E_BENCH_INVALID``."""
-    if result.warmup and not result.cells:
-        errors = [r.error or "" for r in result.warmup]
-        code = (
-            "E_CONNECT"
-            if all(e.startswith("connect") for e in errors)
-            else "E_HTTP"
-            if all(e.startswith("http_") for e in errors)
-            else "E_ENGINE_ERROR"
-        )
+    """Why the run does not count, or None: a warmup that never succeeded (and was not cut short
+    by the stop event) is ``E_CONNECT``, ``E_HTTP`` or (the server answered 200, then failed the
+    stream) ``E_ENGINE_ERROR``, after the last request when they failed in several ways; a cell not
+    cut short with failed requests is ``E_BENCH_INVALID``."""
+    if result.warmup and not result.cells and not result.conditions.cut_short:
+        # Failures of one kind name it; a mix (a server still starting: refused, then 503) is
+        # named by the last, the server's latest state.
+        kinds = [_warmup_code(r.error or "") for r in result.warmup]
+        code = kinds[0] if len(set(kinds)) == 1 else kinds[-1]
         return Verdict(
             code=code,
             message=f"every warmup request failed; nothing was measured "
@@ -227,6 +237,7 @@ async def measure_async(
         result_path=target,
         journal_path=journal_path(target),
         verdict=verdict_of(result, target),
+        cut_short=result.conditions.cut_short,
     )
 
 

@@ -102,14 +102,21 @@ class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
     loop_lag_ms: Distribution = Field(
-        description="How late a 5 ms ticker woke on the client's event loop."
+        description="How late the stall ticker (1-5 ms period) woke on the client's event loop."
     )
     loop_lag_worst_ms: float | None = Field(
-        default=None, description="The ticker's latest wake: the longest client stall."
+        default=None,
+        description="The ticker's latest wake: a lower bound of the longest client stall.",
+    )
+    stall_worst_bound_ms: float | None = Field(
+        default=None,
+        description="The longest interval between two of the ticker's wakes while a stream was "
+        "open: no client stall was longer. The ticker's period is a quarter of the stall limit "
+        "(1 to 5 ms).",
     )
     worst_stall_cpu_ms: float | None = Field(
         default=None,
-        description="CPU time the client used during its worst stall: near 0, the machine "
+        description="CPU time the client used during its longest interval (worst stall): near 0, the machine "
         "did not schedule it; near the stall, the client itself was busy.",
     )
     read_gap_worst_ms: float | None = Field(
@@ -344,6 +351,7 @@ LATER_FIELDS = frozenset(
     {
         "warmup",
         "loop_lag_worst_ms",
+        "stall_worst_bound_ms",
         "read_gap_worst_ms",
         "stall_limit_ms",
         "worst_stall_cpu_ms",

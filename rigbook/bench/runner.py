@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +35,13 @@ from rigbook.bench.result import (
     RequestRecord,
     save_result,
 )
-from rigbook.bench.scheduler import ClientMonitor, judge_client, run_burst, run_sustained
+from rigbook.bench.scheduler import (
+    ClientMonitor,
+    judge_client,
+    run_burst,
+    run_sustained,
+    until_done_or_stopped,
+)
 from rigbook.bench.telemetry import Sampler
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
@@ -249,6 +256,10 @@ async def _run(
     return result
 
 
+# How long a burst cell builds finished requests' records before letting the loop read again.
+RECORD_SLICE_S = 0.001
+
+
 class CellPlan:
     """What every request of the run shares: where it goes, the encoded bodies, limits."""
 
@@ -301,14 +312,17 @@ class CellPlan:
 async def _warmup(
     plan: CellPlan, count: int, stop: asyncio.Event, journal: Journal
 ) -> list[RequestRecord]:
-    """Requests one at a time before measuring, until one succeeds; each is journaled and kept."""
+    """Requests one at a time before measuring, until one succeeds; each is journaled and kept.
+    Setting ``stop`` ends the request in flight too; that one is neither a failure nor kept."""
     send = plan.sender()
-    records = []
+    records: list[RequestRecord] = []
     for i in range(count):
         if stop.is_set():
             break
         raw = RawRequest()
-        await send(i, raw)
+        await until_done_or_stopped([asyncio.create_task(send(i, raw))], stop)
+        if stop.is_set() and raw.done is None:
+            break
         rec = plan.record(raw, cell=-1, index=i, t0=raw.sent).model_copy(update={"warmup": True})
         journal.write("request", record=rec)
         records.append(rec)
@@ -349,23 +363,51 @@ async def _measure_cell(
     monitor = ClientMonitor(reads)
     t0 = time.perf_counter()
 
+    pending: deque[tuple[int, RawRequest]] = deque()
+    wake = asyncio.Event()
+
     def on_done(i: int, raw: RawRequest) -> None:
-        # Burst records are final here; sustained ones wait for the window to be known.
+        # Burst records are final once built; sustained ones wait for the window to be known.
         if mode == "sustained":
             raws.append((i, raw))
             return
+        pending.append((i, raw))
+        wake.set()
+
+    def finish(i: int, raw: RawRequest) -> None:
         rec = plan.record(raw, cell=index, index=i, t0=t0)
         records.append(rec)
         journal.write("request", record=rec)
         if progress:
             progress("request", {"record": rec})
 
+    async def record_pending() -> None:
+        # Streams of one length end together; building all their records in the loop iteration
+        # they end in would stall the streams still reading. Build them in slices with a pass of
+        # the loop (its reads) between two slices.
+        while True:
+            await wake.wait()
+            wake.clear()
+            began = time.perf_counter()
+            while pending:
+                finish(*pending.popleft())
+                if pending and time.perf_counter() - began > RECORD_SLICE_S:
+                    await asyncio.sleep(0)
+                    began = time.perf_counter()
+
     window = None
     counted = await server_metrics.read(plan.metrics, plan.url)
     sampler.begin()
     monitor.start()
     if requests is not None:
-        await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
+        recorder = asyncio.create_task(record_pending())
+        try:
+            await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
+        finally:
+            recorder.cancel()
+            await asyncio.gather(recorder, return_exceptions=True)
+            while pending:  # every stream has ended: nothing left to stall
+                finish(*pending.popleft())
     elif duration is not None:
         w0, w1 = await run_sustained(
             send, on_done, concurrency=conc, duration_s=duration, stop=stop

@@ -24,57 +24,75 @@ Done = Callable[[int, RawRequest], None]
 
 
 class ClientMonitor:
-    """The client's watch on itself during a cell: how late a 5 ms ticker wakes (a stall of the
-    loop or of the process shows as lateness), the longest silence between reads while streams
-    were open, and the process CPU time."""
+    """The client's watch on itself during a cell.
 
-    TICK_S = 0.005
+    A ticker callback on the loop measures two things per interval between its wakes while a
+    stream is open: how late it woke (a lower bound of any stall inside the interval) and the
+    interval itself (an upper bound: the loop runs the ticker whenever it is free, so no stall is
+    longer than the interval that holds it). Its period follows the streams: a quarter of the
+    stall limit the gaps between reads imply (:data:`TICK_SHARE`), between 1 ms (uvloop's timer
+    resolution) and 5 ms, so any stall longer than the limit is seen as one, and a stall shorter
+    than three quarters of it never is. It also takes the longest silence between reads while
+    streams were open, and the process CPU time."""
+
+    TICK_MIN_S = 0.001
+    TICK_MAX_S = 0.005
 
     def __init__(self, reads: ReadWatch | None = None) -> None:
         self._lags = array("d")
-        self._worst = (0.0, 0.0)  # (worst lag ms, CPU ms the process used meanwhile)
-        self._task: asyncio.Task | None = None
         self._reads = reads
+        self._handle: asyncio.TimerHandle | None = None
+        self._worst_bound = 0.0
+        # (lag ms, CPU ms the process used beyond the tick) of the longest interval
+        self._worst = (0.0, 0.0)
 
-    async def _tick(self) -> None:
-        lags, perf, cpu, tick, reads = (
-            self._lags,
-            time.perf_counter,
-            time.process_time,
-            self.TICK_S,
-            self._reads,
-        )
-        while True:
-            due, cpu0 = perf() + tick, cpu()
-            was_open = reads is None or reads.open
-            await asyncio.sleep(tick)
-            # Lateness counts only when a stream was open as the tick fell due or as it woke: a
-            # stall with nothing to read distorts nothing.
-            if was_open or (reads is not None and reads.open):
-                lag = max(perf() - due, 0.0) * 1000.0
-                lags.append(lag)
-                if lag > self._worst[0]:
-                    # How much of the stall this process spent on a CPU: little means the machine
-                    # did not schedule it (a busy machine), much means the client itself was busy.
-                    self._worst = (lag, max(0.0, (cpu() - cpu0) * 1000.0 - tick * 1000.0))
+    def _period(self) -> float:
+        gap = self._reads.gap_s if self._reads is not None else 0.0
+        return min(self.TICK_MAX_S, max(self.TICK_MIN_S, TICK_SHARE * STALL_SHARE * gap))
+
+    def _schedule(self, now: float) -> None:
+        period = self._period()
+        reads = self._reads
+        self._set, self._due, self._cpu_set = now, now + period, time.process_time()
+        self._was_open = reads is None or reads.open > 0
+        loop = asyncio.get_running_loop()
+        self._handle = loop.call_at(loop.time() + period, self._tick)
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        reads = self._reads
+        # An interval counts only when a stream was open as it began or as it ended: a stall with
+        # nothing to read distorts nothing.
+        if self._was_open or (reads is not None and reads.open):
+            lag = max(now - self._due, 0.0) * 1000.0
+            self._lags.append(lag)
+            interval = (now - self._set) * 1000.0
+            if interval > self._worst_bound:
+                # How much of it this process spent on a CPU: little means the machine did not
+                # schedule it (or it was blocked), much means the client itself was busy.
+                period = (self._due - self._set) * 1000.0
+                cpu = (time.process_time() - self._cpu_set) * 1000.0
+                self._worst_bound, self._worst = interval, (lag, max(0.0, cpu - period))
+        self._schedule(now)
 
     def start(self) -> None:
         self._lags = array("d")
-        self._worst = (0.0, 0.0)
+        self._worst_bound, self._worst = 0.0, (0.0, 0.0)
         self._cpu0, self._wall0 = time.process_time(), time.perf_counter()
-        self._task = asyncio.get_running_loop().create_task(self._tick())
+        self._schedule(self._wall0)
 
     async def stop(self) -> ClientLoad:
         """Stop the ticker and say what the client did; :func:`judge_client` decides if it mattered."""
-        if self._task:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
         cpu, wall = time.process_time() - self._cpu0, time.perf_counter() - self._wall0
         lag = distribution(self._lags)
         worst_read = 1000.0 * self._reads.worst if self._reads is not None else None
         return ClientLoad(
             loop_lag_ms=lag,
             loop_lag_worst_ms=lag.max,
+            stall_worst_bound_ms=self._worst_bound if lag.n else None,
             worst_stall_cpu_ms=self._worst[1],
             read_gap_worst_ms=worst_read,
             cpu_s=cpu,
@@ -88,8 +106,9 @@ class ClientMonitor:
 # part of a gap; the floor is the ticker's own resolution.
 STALL_SHARE = 0.5
 STALL_FLOOR_MS = 2.0
-# A client that kept its core this busy had no headroom left: it set the pace.
-CPU_BOUND = 0.9
+# The ticker's period as a share of the stall limit: stalls between (1 - TICK_SHARE) x limit and
+# the limit may be flagged, and every longer one is.
+TICK_SHARE = 0.25
 
 
 def stall_limit_ms(itl_ms: float | None) -> float:
@@ -98,7 +117,9 @@ def stall_limit_ms(itl_ms: float | None) -> float:
 
 
 def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
-    """Decide whether the client could have distorted the cell's numbers.
+    """Decide whether the client could have distorted the cell's numbers: whether its longest
+    stall may have exceeded :func:`stall_limit_ms`. How busy its CPU was decides nothing by
+    itself: a busy client that kept up moved no timestamp.
 
     Only a cell that streamed tokens can have been limited by its client: when the server
     failed every request, the client was idle, not the bottleneck."""
@@ -113,24 +134,26 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
     itl = gaps[len(gaps) // 2] if gaps else None
     per_token = load.cpu_s * 1e6 / tokens if tokens else None
     limit = stall_limit_ms(itl)
+    # The longest stall is at most the longest interval between the ticker's wakes (results
+    # measured before that bound was kept have only the ticker's lateness).
+    stall = load.stall_worst_bound_ms
+    if stall is None:
+        stall = load.loop_lag_worst_ms
     reasons = []
-    if tokens:
-        if load.cpu_fraction >= CPU_BOUND:
-            reasons.append(f"client used {load.cpu_fraction:.0%} of a CPU core")
-        if load.loop_lag_worst_ms is not None and load.loop_lag_worst_ms > limit:
-            busy = load.worst_stall_cpu_ms
-            cause = (
-                ""
-                if busy is None
-                else "; it was busy on a CPU"
-                if busy >= 0.5 * load.loop_lag_worst_ms
-                else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it"
-            )
-            reasons.append(
-                f"client stalled {load.loop_lag_worst_ms:.1f} ms (limit {limit:.1f} ms, "
-                f"{STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between a stream's "
-                f"events{cause})"
-            )
+    if tokens and stall is not None and stall > limit:
+        busy = load.worst_stall_cpu_ms
+        cause = (
+            ""
+            if busy is None
+            else "; it was busy on a CPU"
+            if busy >= 0.5 * stall
+            else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it"
+        )
+        reasons.append(
+            f"client stalled up to {stall:.1f} ms (at least {load.loop_lag_worst_ms or 0:.1f} ms; "
+            f"limit {limit:.1f} ms, {STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between "
+            f"a stream's events{cause})"
+        )
     return load.model_copy(
         update={
             "cpu_us_per_token": per_token,
@@ -163,7 +186,7 @@ async def run_burst(
             on_done(i, raw)
 
     lanes = [asyncio.create_task(lane()) for _ in range(min(concurrency, requests))]
-    await _until_done_or_stopped(lanes, stop)
+    await until_done_or_stopped(lanes, stop)
 
 
 async def run_sustained(
@@ -190,11 +213,11 @@ async def run_sustained(
             on_done(i, raw)
 
     lanes = [asyncio.create_task(lane()) for _ in range(concurrency)]
-    await _until_done_or_stopped(lanes, stop)
+    await until_done_or_stopped(lanes, stop)
     return start, min(end, time.perf_counter())
 
 
-async def _until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event) -> None:
+async def until_done_or_stopped(tasks: list[asyncio.Task], stop: asyncio.Event) -> None:
     """Wait for every task, or cancel them all once ``stop`` is set (one wait, however many tasks)."""
     everything = asyncio.gather(*tasks, return_exceptions=True)
     stopper = asyncio.create_task(stop.wait())

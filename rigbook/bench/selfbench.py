@@ -98,7 +98,7 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
         "aggregate_err": agg_err,
         "cpu_us_per_token": load.cpu_us_per_token,
         "cpu_fraction": load.cpu_fraction,
-        "stall_ms": load.loop_lag_worst_ms,
+        "stall_ms": load.stall_worst_bound_ms,
         "stall_limit_ms": load.stall_limit_ms,
         "valid": cell.valid,
         "client_bound": cell.client_bound,

@@ -49,8 +49,43 @@ def _label(p: ComparedPoint) -> str:
     return f"concurrency {p.concurrency}{ctx}"
 
 
+def same_definition(point: ComparedPoint, other: ComparedPoint) -> ComparedPoint:
+    """``point`` restated in ``other``'s rate definition where it holds that rate too.
+
+    A rigbook point holds two rates: ``decode_tok_s`` (the aggregate, TTFT included) and
+    ``per_request_decode_tok_s_median``. Against a claim of a per-request decode rate, the
+    median is the figure that means the same; every other difference stays a difference (and an
+    unstated definition stays a caveat)."""
+    mine, theirs = point.conditions.rate_definition, other.conditions.rate_definition
+    if (
+        theirs == "per_request_decode"
+        and mine != theirs
+        and mine is not None
+        and point.per_request_decode_tok_s_median is not None
+    ):
+        note = (
+            f"decode_tok_s here is per_request_decode_tok_s_median "
+            f"({point.per_request_decode_tok_s_median:.1f}), restated from {mine} "
+            f"({point.decode_tok_s if point.decode_tok_s is not None else 'null'}) to match the "
+            "other side's per_request_decode"
+        )
+        return point.model_copy(
+            update={
+                "decode_tok_s": point.per_request_decode_tok_s_median,
+                "notes": f"{note}; {point.notes}" if point.notes else note,
+                "conditions": point.conditions.model_copy(
+                    update={"rate_definition": "per_request_decode"}
+                ),
+            }
+        )
+    return point
+
+
 def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint) -> PointPair:
-    """One lined-up pair: derived figures, ratios, rule outcomes and verdicts."""
+    """One lined-up pair: derived figures, ratios, rule outcomes and verdicts. Where one side
+    holds the other's rate definition as a second figure, that figure is compared
+    (:func:`same_definition`)."""
+    a, b = same_definition(a, b), same_definition(b, a)
     side_a = Side(point=a, derived=derive(a, a_src.model))
     side_b = Side(point=b, derived=derive(b, b_src.model))
     outcomes = judge(a, a_src.model, b, b_src.model)

@@ -72,14 +72,19 @@ def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
     assert all(" 96 " in ln and "12.35" in ln for ln in rows)
 
 
-def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, tmp_path):
-    """The server answers 200 and then errors in band: E_ENGINE_ERROR (not E_HTTP), and the
-    failures are written, where before nothing was."""
+@pytest.mark.parametrize(
+    ("model", "error"), [("synthetic-error", "in_band_error"), ("synthetic-drop", "dropped")]
+)
+def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(
+    url, tmp_path, model, error
+):
+    """The server answers 200 and then errors in band or breaks the stream: E_ENGINE_ERROR (not
+    E_HTTP, whose remedy is about HTTP), and the failures are written, where before nothing was."""
     out = tmp_path / "r.json"
     done = measure(
         MeasureRequest(
             url=url,
-            model="synthetic-error",
+            model=model,
             concurrency=[1],
             requests=1,
             max_tokens=20,
@@ -89,9 +94,10 @@ def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(url, t
         )
     )
     assert done.verdict is not None and done.verdict.code == "E_ENGINE_ERROR"
+    assert "HTTP" not in done.verdict.error().remedy
     result = load_result(out)
     assert result.cells == [] and len(result.warmup) == 2
-    assert all(not r.ok and r.error.startswith("in_band_error") for r in result.warmup)
+    assert all(not r.ok and r.error.startswith(error) for r in result.warmup), result.warmup
     kinds = [json.loads(line)["type"] for line in done.journal_path.read_text().splitlines()]
     assert kinds.count("request") == 2 and kinds[-1] == "end"
 
@@ -223,3 +229,100 @@ def test_energy_per_token_counts_only_the_token_window(url, tmp_path):
     assert len(cell.requests) >= 4
     # 1 W over a 1 s window is 1 J; 4 slow records would have added 0.8 J.
     assert 0.95 < cell.telemetry.energy_j_total < 1.25, cell.telemetry.energy_j_total
+
+
+@pytest.fixture(scope="module")
+def slow_url():
+    # 5 tok/s: a 200-token warmup reply takes 40 s.
+    proc, base = start_synthetic("--rate", "5", "--tokens-per-chunk", "1", "--falloff", "0")
+    yield base
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.mark.parametrize("during", ["warmup", "cell"])
+def test_a_stopped_run_returns_cut_short_within_seconds(slow_url, tmp_path, during):
+    """The library's side of a signal: setting the stop event ends the run within seconds, in the
+    warmup as in a cell, and the measurement says it was cut short (the CLI then exits 128 + the
+    signal, tests/bench/test_cli.py). A warmup request in flight used to run to its end (40 s
+    here) before the stop was looked at."""
+    import threading
+
+    stop = threading.Event()
+    timer = threading.Timer(1.5, stop.set)
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        done = measure(
+            MeasureRequest(
+                url=slow_url,
+                model="synthetic",
+                concurrency=[2],
+                requests=2,
+                max_tokens=200,
+                warmup=1 if during == "warmup" else 0,
+                out=tmp_path / "r.json",
+                telemetry=False,
+            ),
+            stop,
+        )
+    finally:
+        timer.cancel()
+    elapsed = time.monotonic() - t0
+    assert elapsed < 10, elapsed
+    assert done.cut_short and done.result.conditions.cut_short
+    assert done.verdict is None and done.result.perf_points == []
+    assert any(w.startswith("W_CUT_SHORT") for w in done.result.warnings)
+    assert load_result(done.result_path).conditions.cut_short
+
+
+def test_a_warmup_that_failed_in_several_ways_is_named_by_its_last_failure(tmp_path):
+    """A server still starting refuses the first warmup, then answers 503: that is an HTTP error
+    (E_HTTP), not a stream the engine broke after a 200 (E_ENGINE_ERROR, which a mix of
+    connect and HTTP failures used to be called)."""
+    from rigbook.bench.measure import verdict_of
+
+    result = load_result(_failed_warmup_result(tmp_path, ["connect: refused", "http_503: loading"]))
+    assert verdict_of(result, tmp_path / "r.json").code == "E_HTTP"
+    result = load_result(
+        _failed_warmup_result(tmp_path, ["http_503: loading", "dropped: stream ended"])
+    )
+    assert verdict_of(result, tmp_path / "r.json").code == "E_ENGINE_ERROR"
+    result = load_result(_failed_warmup_result(tmp_path, ["connect: refused"] * 2))
+    assert verdict_of(result, tmp_path / "r.json").code == "E_CONNECT"
+
+
+def _failed_warmup_result(tmp_path, errors: list[str]):
+    from rigbook.bench.assemble import assemble
+    from rigbook.bench.result import Conditions, ProfileRef, RunTelemetry, save_result
+
+    warmup = []
+    for i, error in enumerate(errors):
+        raw = RawRequest(sent=0.0)
+        raw.error, raw.done = error, 0.01
+        rec = to_record(
+            raw, cell=-1, index=i, prompt_index=0, t0=0.0, max_tokens=5, hold_length=True
+        )
+        warmup.append(rec.model_copy(update={"warmup": True}))
+    cond = Conditions(
+        url="http://127.0.0.1:1",
+        model="m",
+        profile=ProfileRef(
+            name="seed",
+            version=2,
+            content_hash="0",
+            max_tokens=5,
+            temperature=0.0,
+            top_p=1.0,
+            thinking=False,
+            reply_length_held=True,
+            workload="prose",
+        ),
+        mode="burst",
+        rigbook_version="test",
+        started_at="2026-12-04T00:00:00+00:00",
+    )
+    result = assemble(
+        cond, [], RunTelemetry(available=False), warnings=[], journal=None, warmup=warmup
+    )
+    return save_result(result, tmp_path / "r.json")

@@ -177,3 +177,31 @@ def test_a_recipe_point_that_rigbook_measured_states_its_mode_in_its_notes(tmp_p
     assert {p.conditions.bench_mode for p in load_source(str(path)).points} == {"sustained"}
     # Notes in any other words state no mode: it stays unknown.
     assert {p.conditions.bench_mode for p in load_source(str(SEED_RECORD)).points} == {None}
+
+
+def test_the_seed_records_figures_state_no_rate_definition_and_compare_says_it_cannot_tell(
+    tmp_path,
+):
+    """docs/compare.md: the seed record's decode_tok_s says which requests it aggregates, not
+    whether TTFT is inside the window, so against a rigbook result (aggregate with TTFT, also for
+    results written before the field existed) every lined-up point carries an unknown
+    rate_definition caveat; never a match, never a silent difference."""
+    old = write_result(tmp_path / "old.json", energy=None)
+    raw = json.loads(old.read_text())
+    for p in raw["perf_points"]:
+        p["conditions"].pop("rate_definition", None)
+    from rigbook.bench.result import BenchResult, save_result
+
+    save_result(BenchResult.model_validate(raw).model_copy(update={"content_hash": None}), old)
+    seed = load_source(str(SEED_RECORD))
+    assert all(p.conditions.rate_definition is None for p in seed.points)
+    ours = load_source(str(old))
+    assert all(p.conditions.rate_definition == "aggregate_with_ttft" for p in ours.points)
+    pairs = compare_refs([str(old), str(SEED_RECORD)]).pairs[0].points
+    assert pairs
+    for pair in pairs:
+        throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
+        reason = next(r for r in throughput.reasons if r.condition == "rate_definition")
+        assert (reason.kind, reason.severity) == ("unknown_one_side", "caveat")
+        mine = next(p for p in ours.points if p.concurrency == pair.concurrency)
+        assert pair.a.point.decode_tok_s == mine.decode_tok_s  # the aggregate, not restated

@@ -227,3 +227,39 @@ def test_a_different_rate_definition_is_different_work_and_an_unstated_one_canno
     v = by_aspect(point(), point(rate_definition=None))
     reason = next(r for r in v["throughput"].reasons if r.condition == "rate_definition")
     assert (reason.severity, reason.kind) == ("caveat", "unknown_one_side")
+
+
+def test_a_per_request_claim_is_matched_with_the_per_request_median_of_a_rigbook_point():
+    """A rigbook point holds the aggregate (TTFT included) and the per-request median: against a
+    claim of a per-request decode rate, the median is compared, with the same definition on both
+    sides; against an aggregate claim or one that does not say, the aggregate stays."""
+    from rigbook.compare.build import pair_points
+    from rigbook.compare.model import Source
+
+    ours = point().model_copy(
+        update={"decode_tok_s": 232.7, "per_request_decode_tok_s_median": 238.0}
+    )
+    claim = point(rate_definition="per_request_decode", bench_tool="guide").model_copy(
+        update={"decode_tok_s": 238.3}
+    )
+    a = Source(ref="a.json", kind="bench_result", name="a", model="m", points=[ours])
+    b = Source(ref="b", kind="recipe", name="b", model="m", points=[claim])
+    pair = pair_points(a, ours, b, claim)
+    assert pair.a.point.decode_tok_s == 238.0
+    assert pair.a.point.conditions.rate_definition == "per_request_decode"
+    assert "per_request_decode_tok_s_median" in pair.a.point.notes
+    assert abs(pair.decode_ratio_pct - 100.0 * 238.0 / 238.3) < 1e-9
+    throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
+    assert not any(r.condition == "rate_definition" for r in throughput.reasons)
+    # The other order: B is ours.
+    pair = pair_points(b, claim, a, ours)
+    assert pair.b.point.decode_tok_s == 238.0
+    # An unstated definition is still "cannot tell", on the aggregate.
+    unstated = claim.model_copy(
+        update={"conditions": claim.conditions.model_copy(update={"rate_definition": None})}
+    )
+    pair = pair_points(a, ours, b, unstated)
+    assert pair.a.point.decode_tok_s == 232.7
+    throughput = next(v for v in pair.verdicts if v.aspect == "throughput")
+    reason = next(r for r in throughput.reasons if r.condition == "rate_definition")
+    assert reason.kind == "unknown_one_side"
