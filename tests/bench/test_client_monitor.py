@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -60,9 +61,12 @@ def test_a_planted_stall_just_over_the_limit_is_caught(url, tmp_path):
     stalled = []
 
     def stall(event: str, data: dict) -> None:
+        # The first wave's streams end together, and the next wave's first tokens may not have
+        # come yet: a stall there delays no read. Planted 0.7 s later, it falls mid-stream in the
+        # second wave (30 tokens at 20 tok/s: 1.5 s of streaming).
         if event == "request" and not stalled:
             stalled.append(True)
-            time.sleep(0.03)
+            asyncio.get_running_loop().call_later(0.7, time.sleep, 0.03)
 
     result = _run(url, tmp_path, stall)
     cell = result.cells[0]
