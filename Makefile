@@ -3,12 +3,13 @@
 # compile) are kept in WHEELHOUSE so a second run, or a fresh clone, is fast.
 PYTHON ?= python3
 VENV ?= .venv
-WHEELHOUSE ?= $(HOME)/.cache/rigbook/wheels
-LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
-# The embedded default runs llama.cpp's llama-server, built once from the sources vendored in that
-# sdist and kept in LLAMA_SERVER_DIR. llama-cpp-python is still built too, for the llama_cpp kind's
-# tests: a second compile of llama.cpp until those move to llama-server.
-LLAMA_SERVER_DIR ?= $(HOME)/.cache/rigbook/llama-server-0.3.36
+LLAMA_CPP_VERSION := 0.3.36
+# llama.cpp is compiled once: in the llama-cpp-python wheel, whose build also builds llama.cpp's
+# llama-server and puts it into the wheel (scripts/llama-server-wheel.cmake). The folder is named
+# after that file's hash, so a wheel built without it (~/.cache/rigbook/wheels), or with an older
+# one, is never picked.
+SERVER_CMAKE := scripts/llama-server-wheel.cmake
+WHEELHOUSE ?= $(HOME)/.cache/rigbook/wheels-$(LLAMA_CPP_VERSION)-server-$(shell sha256sum $(SERVER_CMAKE) | cut -c1-12)
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 STAMP_DEMO := $(VENV)/.stamp-demo
@@ -31,27 +32,37 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade "pip>=24" wheel
 
-# Built with the venv's pip, so a system Python without pip works too.
+# Built with the venv's pip, so a system Python without pip works too. --no-cache-dir: pip's own
+# cache may hold a wheel of the same sdist built without the server, which it would hand back.
+# CMAKE_ARGS from the environment (e.g. -DGGML_CUDA=on) still reach the build.
 $(WHEELHOUSE)/.built: | $(BIN)/python
 	mkdir -p $(WHEELHOUSE)
-	@echo "Building llama-cpp-python once (compiles llama.cpp: several minutes on 2 cores)..."
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP) wheel --no-deps -w $(WHEELHOUSE) $(LLAMA_CPP_PYTHON)
+	@echo "Building llama-cpp-python and llama-server once (compiles llama.cpp: minutes on 2 cores)..."
+	CMAKE_ARGS="$$CMAKE_ARGS -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(abspath $(SERVER_CMAKE))" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+	  $(PIP) wheel --no-cache-dir --no-deps -w $(WHEELHOUSE) llama-cpp-python==$(LLAMA_CPP_VERSION)
+	$(BIN)/python -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).getinfo("llama_cpp/bin/llama-server")' \
+	  $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
 	touch $@
 
-$(LLAMA_SERVER_DIR)/bin/llama-server: | $(BIN)/python
-	@echo "Building llama-server once (compiles llama.cpp: minutes on 2 cores)..."
-	bash scripts/build-llama-server.sh $(LLAMA_SERVER_DIR) $(BIN)/python
+# The wheel goes in first, by path and forced: a venv set up before llama-server was in it holds
+# the same version without it, which pip would keep.
+INSTALL_LLAMA_CPP = $(PIP) install --no-deps --force-reinstall $(WHEELHOUSE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
+# rigbook finds llama-server beside the venv's python, on PATH or not: a link to the wheel's
+# (which finds its libraries beside itself, in llama_cpp/lib).
+LINK_LLAMA_SERVER = ln -sf "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/llama_cpp/bin/llama-server" \
+	  $(BIN)/llama-server && $(BIN)/llama-server --version
 
-# rigbook finds it beside the venv's python, on PATH or not.
-$(BIN)/llama-server: $(LLAMA_SERVER_DIR)/bin/llama-server | $(BIN)/python
-	cp $< $@
-
-$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built $(BIN)/llama-server
-	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded]'
+$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+	$(INSTALL_LLAMA_CPP)
+	$(PIP) install -e '.[embedded]'
+	$(LINK_LLAMA_SERVER)
 	touch $@
 
-$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built $(BIN)/llama-server
-	$(PIP) install --find-links $(WHEELHOUSE) -e '.[embedded,quality,test]'
+$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+	$(INSTALL_LLAMA_CPP)
+	$(PIP) install -e '.[embedded,quality,test]'
+	$(LINK_LLAMA_SERVER)
 	touch $@ $(STAMP_DEMO)
 
 setup: $(STAMP_DEMO)

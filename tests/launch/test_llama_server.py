@@ -169,3 +169,36 @@ def test_a_real_gpu_out_of_memory_log_maps_to_e_gpu_memory():
     assert hit is not None and hit.code == "E_GPU_MEMORY"
     assert "cudaMalloc failed: out of memory" in hit.line
     assert CODES["E_GPU_MEMORY"].remedy
+
+
+def test_the_program_is_the_recipes_then_the_variables_then_paths_then_the_venvs(
+    tmp_path, monkeypatch
+):
+    """Each place in the finder's order wins over the ones after it. The venv's comes last: a link,
+    as `make setup` makes, to the program in the llama-cpp-python wheel."""
+    from rigbook.launch.engines import llama_server
+    from rigbook.recipe.schema import LlamaServerLaunch
+
+    def program_in(folder: str) -> Path:
+        (tmp_path / folder).mkdir()
+        return fake_program(tmp_path / folder)
+
+    in_wheel, on_path, from_env, from_recipe = (
+        program_in(f) for f in ("wheel", "path", "env", "recipe")
+    )
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "llama-server").symlink_to(in_wheel)
+    monkeypatch.setattr(llama_server.sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    monkeypatch.setenv("RIGBOOK_LLAMA_SERVER", str(from_env))
+    spec = LlamaServerLaunch(model_path="m.gguf")
+    recipes = LlamaServerLaunch(model_path="m.gguf", binary=str(from_recipe))
+    assert llama_server.find_program(recipes) == from_recipe
+    assert llama_server.find_program(spec) == from_env
+    monkeypatch.delenv("RIGBOOK_LLAMA_SERVER")
+    assert llama_server.find_program(spec) == on_path
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert llama_server.find_program(spec) == venv_bin / "llama-server"
+    in_wheel.unlink()  # a link left behind by a venv whose wheel is gone finds nothing
+    assert llama_server.find_program(spec) is None

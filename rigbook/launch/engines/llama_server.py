@@ -4,7 +4,8 @@ rigbook sets what it owns — model file, host, port, slots, batching, context,
 GPU layers, the served name, ``--metrics`` and ``--jinja`` — from the recipe
 and this machine; the recipe's own values for those options are author-side
 and replaced. The program is the recipe's ``binary``, else ``RIGBOOK_LLAMA_SERVER``,
-else ``llama-server`` on PATH, else the one ``make`` builds beside the venv's python.
+else ``llama-server`` on PATH, else the venv's own: ``make setup`` links the one built into the
+llama-cpp-python wheel beside the venv's python.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def find_program(spec: LlamaServerLaunch) -> Path | None:
     found = shutil.which(name)
     if found:
         return Path(found)
-    # `make` builds llama-server into the venv's bin, which need not be on PATH.
+    # `make setup` links llama-server (from the llama-cpp-python wheel) into the venv's bin, which
+    # need not be on PATH.
     beside = Path(sys.executable).parent / name
     return beside if beside.is_file() and os.access(beside, os.X_OK) else None
 
@@ -152,7 +154,7 @@ class LlamaServerEngine(Engine):
         found = (
             f"found at {program}"
             if program
-            else "not found: `make setup` builds it from the pinned llama.cpp sources"
+            else "not found: `make setup` builds it with the pinned llama-cpp-python"
         )
         version = recipe.ext.engine_version if recipe.ext.engine_version else PROGRAM
         details = [
