@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -257,15 +259,26 @@ def test_the_migration_puts_stored_capacity_points_on_their_board(db_url, result
     app.state.engine.dispose()
 
 
-def test_publish_a_capacity_file_to_a_real_hub(tmp_path, results):
+@contextmanager
+def hub_with_the_recipe(tmp_path: Path) -> Iterator[tuple[CliRunner, str, str]]:
+    """A real hub on loopback holding the test recipe, published through the CLI: (runner, its
+    URL, a write token)."""
     app = create_app(f"sqlite:///{tmp_path / 'hub.sqlite3'}")
     token = create_token(app.state.sessions, "cli")
     recipe_file = tmp_path / "recipe.json"
     recipe_file.write_text(json.dumps(_recipe()))
     runner = CliRunner()
-    with live_hub(app) as url:
-        made = runner.invoke(cli, ["publish", str(recipe_file), "--hub", url, "--token", token])
-        assert made.exit_code == 0, made.output
+    try:
+        with live_hub(app) as url:
+            made = runner.invoke(cli, ["publish", str(recipe_file), "--hub", url, "--token", token])
+            assert made.exit_code == 0, made.output
+            yield runner, url, token
+    finally:
+        app.state.engine.dispose()
+
+
+def test_publish_a_capacity_file_to_a_real_hub(tmp_path, results):
+    with hub_with_the_recipe(tmp_path) as (runner, url, token):
         done = runner.invoke(
             cli, ["publish", str(results["a1"]), "--hub", url, "--token", token, "--json"]
         )
@@ -280,7 +293,6 @@ def test_publish_a_capacity_file_to_a_real_hub(tmp_path, results):
             ["publish", str(results["a1"]), "--hub", url, "--token", token, "--recipe", "other"],
         )
         assert wrong.exit_code == 2 and "E_INPUT" in wrong.stderr
-    app.state.engine.dispose()
 
 
 def _older(path: Path, out: Path) -> Path:
@@ -307,21 +319,13 @@ def test_publish_sends_the_capacity_file_as_written(tmp_path, results, monkeypat
         return real(method, url, **kwargs)
 
     monkeypatch.setattr(httpx, "request", spy)
-    app = create_app(f"sqlite:///{tmp_path / 'hub.sqlite3'}")
-    token = create_token(app.state.sessions, "cli")
-    recipe_file = tmp_path / "recipe.json"
-    recipe_file.write_text(json.dumps(_recipe()))
-    runner = CliRunner()
-    with live_hub(app) as url:
-        made = runner.invoke(cli, ["publish", str(recipe_file), "--hub", url, "--token", token])
-        assert made.exit_code == 0, made.output
+    with hub_with_the_recipe(tmp_path) as (runner, url, token):
         done = runner.invoke(cli, ["publish", str(older), "--hub", url, "--token", token, "--json"])
         assert done.exit_code == 0, done.output
         answer = json.loads(done.stdout)
         assert answer["kind"] == "capacity" and answer["points_added"] == 1
         assert answer["verified"] == 1
         stored = httpx.get(f"{url}/api/v1/recipes/{SLUG}.json").json()
-    app.state.engine.dispose()
     # The bytes of the file, not a copy re-serialised by this version (which would add the
     # fields this "older" file lacks and no longer match its hash).
     assert sent == [older.read_bytes()]
