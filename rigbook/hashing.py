@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -23,3 +24,18 @@ def canonical_json(value: Any) -> bytes:
 def content_hash(value: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``value``."""
     return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def hash_as_written(raw: dict, prepare: Callable[[dict], Any]) -> str:
+    """The content hash of a hashed file's JSON as it was written (or posted): everything but
+    ``content_hash``, through ``prepare`` (which leaves out the fields its kind added later)."""
+    return content_hash(prepare({k: v for k, v in raw.items() if k != "content_hash"}))
+
+
+def carries_own_hash(raw: object, prepare: Callable[[dict], Any]) -> bool:
+    """True when ``raw`` is a JSON object whose ``content_hash`` is :func:`hash_as_written`'s."""
+    return (
+        isinstance(raw, dict)
+        and isinstance(raw.get("content_hash"), str)
+        and raw["content_hash"] == hash_as_written(raw, prepare)
+    )

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rigbook import hashing
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
@@ -386,6 +387,19 @@ def verify_hash(result: BenchResult) -> bool:
     )
 
 
+def hash_as_written(raw: dict) -> str:
+    """The content hash of a result's JSON as it was written (or posted), later fields left out
+    while empty as :meth:`BenchResult.hashed_body` does. Read from the file's own JSON, not from a
+    model re-built from it: a field a later version adds with a default that is not empty would
+    otherwise change the hash of every older file."""
+    return hashing.hash_as_written(raw, _without_empty_later_fields)
+
+
+def hash_matches(raw: object) -> bool:
+    """True when ``raw`` (a bench result's JSON) carries the hash of its own content."""
+    return hashing.carries_own_hash(raw, _without_empty_later_fields)
+
+
 def save_result(result: BenchResult, path: Path | str) -> Path:
     """Write the result (hash set) as indented JSON; the file is replaced atomically."""
     path = Path(path)
@@ -425,7 +439,7 @@ def load_result(path: Path | str, *, check_hash: bool = True) -> BenchResult:
             f"{path} is not a bench result ({exc.error_count()} problems)",
             details=details,
         ) from exc
-    if check_hash and not verify_hash(result):
+    if check_hash and not hash_matches(raw):
         raise InputError(
             "E_RESULT_INVALID",
             f"{path}: content_hash does not match the content (edited after the run?)",

@@ -14,6 +14,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rigbook import hashing
 from rigbook.bench.result import BenchResult
 from rigbook.capacity.answer import CapacityAnswer
 from rigbook.capacity.search import ProbeOutcome, SearchSettings
@@ -80,17 +81,12 @@ def hash_as_written(raw: dict) -> str:
     does. Read from the file's own JSON, not from a model re-built from it: a field a later
     version added (with its default) to any part of the result would otherwise change the hash
     of every older file."""
-    body = {k: v for k, v in raw.items() if k != "content_hash"}
-    return content_hash(_without_unset_later(body))
+    return hashing.hash_as_written(raw, _without_unset_later)
 
 
 def hash_matches(raw: object) -> bool:
     """True when ``raw`` (a capacity result's JSON) carries the hash of its own content."""
-    return (
-        isinstance(raw, dict)
-        and isinstance(raw.get("content_hash"), str)
-        and raw["content_hash"] == hash_as_written(raw)
-    )
+    return hashing.carries_own_hash(raw, _without_unset_later)
 
 
 def is_capacity_file(path: Path | str) -> bool:

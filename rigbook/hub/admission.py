@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, cast
 
-from rigbook.bench.result import BenchResult, verify_hash
+from rigbook.bench.result import BenchResult, hash_matches, verify_hash
 from rigbook.compare.derived import roofline
 from rigbook.compare.model import ComparedPoint
 from rigbook.compare.weights import model_facts
@@ -223,10 +223,12 @@ def rate_problems(recipe: Recipe, point: PerfPoint, where: str) -> list[str]:
     return problems
 
 
-def result_problems(result: BenchResult, recipe: Recipe) -> list[str]:
-    """Every reason to refuse ``result`` for ``recipe``, one line each (empty: accept)."""
+def result_problems(result: BenchResult, recipe: Recipe, given: object = None) -> list[str]:
+    """Every reason to refuse ``result`` for ``recipe``, one line each (empty: accept).
+    ``given``: the JSON as posted, whose own content the hash is checked on (as `load_result`
+    checks a file as written); without it, the hash is checked on ``result`` re-serialised."""
     problems = []
-    if not verify_hash(result):
+    if not (hash_matches(given) if given is not None else verify_hash(result)):
         problems.append(
             "content_hash: does not match the result's content (edited after the run, or missing)"
         )

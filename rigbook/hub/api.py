@@ -314,13 +314,14 @@ def post_recipe(
     },
 )
 def post_result(
-    slug: str, result: BenchResult, sessions: Sessions, writer_name: Writer
+    slug: str, result: BenchResult, given: GivenJson, sessions: Sessions, writer_name: Writer
 ) -> JSONResponse:
     """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
     reason: a bad hash, missing conditions, another rig, GPU count, card, engine, quantisation or model than
     the recipe's, an impossible rate, or numbers its own requests do not give. Points whose requests the
-    result carries are recomputed and marked ``verified-from-journal``."""
-    accepted = repo.add_result(sessions, slug, result, writer_name)
+    result carries are recomputed and marked ``verified-from-journal``. The hash is checked on the JSON as
+    sent (a result an older rigbook wrote keeps its hash)."""
+    accepted = repo.add_result(sessions, slug, result, writer_name, given)
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )

@@ -150,17 +150,17 @@ class HubClient:
         """Add a recipe (or its next revision); returns the record as stored."""
         return self._json("POST", f"{API_PREFIX}/recipes", json=record)
 
-    def publish_result(self, slug: str, result: dict[str, Any]) -> ResultAccepted:
-        """Add a bench result's perf points to recipe ``slug``."""
-        return ResultAccepted.model_validate(
-            self._json("POST", f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", json=result)
-        )
+    def publish_result(self, slug: str, result: bytes | dict[str, Any]) -> ResultAccepted:
+        """Add a bench result's perf points to recipe ``slug``: ``result`` is the file's bytes as
+        written (sent unchanged, so the hub checks the hash on what was measured), or its JSON."""
+        return self._post_measured(f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", result)
 
     def publish_capacity(self, slug: str, result: bytes | dict[str, Any]) -> ResultAccepted:
-        """Add a capacity result's users_at_slo point to recipe ``slug``: ``result`` is the file's
-        bytes as written (sent unchanged, so the hub checks the hash on what was measured), or
-        its JSON."""
-        path = f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity"
+        """Add a capacity result's users_at_slo point to recipe ``slug``; ``result`` as for
+        :meth:`publish_result`."""
+        return self._post_measured(f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", result)
+
+    def _post_measured(self, path: str, result: bytes | dict[str, Any]) -> ResultAccepted:
         sent: dict[str, Any] = (
             {"content": result, "headers": {"content-type": "application/json"}}
             if isinstance(result, bytes)

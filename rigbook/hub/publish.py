@@ -76,8 +76,8 @@ def publish_file(
     kind = file_kind(path)
     if kind == "capacity":
         # Checked here (a malformed or edited file fails before anything is sent), then sent as the
-        # bytes written: a copy re-serialised by this version would carry fields the file does
-        # not (set to their defaults) and no longer match the hash of an older file.
+        # bytes written (a result file too): a copy re-serialised by this version would carry
+        # fields the file does not (set to their defaults) and no longer match an older file's hash.
         capacity = load_capacity(path)
         slug = result_slug(capacity.bench, recipe)
         accepted = client.publish_capacity(slug, path.read_bytes())
@@ -93,7 +93,7 @@ def publish_file(
     if kind == "result":
         result = load_result(path)
         slug = result_slug(result, recipe)
-        accepted = client.publish_result(slug, result.model_dump(mode="json"))
+        accepted = client.publish_result(slug, path.read_bytes())
         return Published(
             kind="result",
             slug=slug,

@@ -401,12 +401,17 @@ def revisions(session: Session, slug: str) -> list[RevisionInfo] | None:
 
 
 def add_result(
-    factory: sessionmaker[Session], slug: str, result: BenchResult, token_name: str
+    factory: sessionmaker[Session],
+    slug: str,
+    result: BenchResult,
+    token_name: str,
+    given: object = None,
 ) -> ResultAccepted:
     """Join a result's perf points to ``slug`` as ``measured`` in a new revision (once per result).
 
     The result is checked against the revision its points would join, in the same transaction: a refusal
-    (E_RESULT_REFUSED) lists every reason.
+    (E_RESULT_REFUSED) lists every reason. ``given`` is the JSON as posted: its hash is checked on
+    it, and it is what is stored.
     """
     journal = check_journal(result)
     return _join_measured(
@@ -415,8 +420,8 @@ def add_result(
         digest=result.content_hash or "",
         points=result.perf_points,
         verified=set(journal.verified),
-        problems=lambda recipe: result_problems(result, recipe) + journal.problems,
-        body=result.model_dump(mode="json"),
+        problems=lambda recipe: result_problems(result, recipe, given) + journal.problems,
+        body=given if isinstance(given, dict) else result.model_dump(mode="json"),
         what="bench result",
         token_name=token_name,
     )

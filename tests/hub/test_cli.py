@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -357,3 +358,38 @@ def test_serve_with_workers_shares_limits_and_revocation_through_the_database(
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
+
+
+def _older_result(tmp_path) -> Path:
+    """A result as an older rigbook wrote it: a field this version fills with a default
+    (``conditions.profile.overrides``) absent, the hash over what is left, its own layout."""
+    from rigbook.bench.result import hash_as_written, save_result
+
+    raw = json.loads(save_result(make_result(), tmp_path / "new.json").read_text("utf-8"))
+    raw["conditions"]["profile"].pop("overrides")
+    raw["content_hash"] = hash_as_written(raw)
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    return older
+
+
+def test_a_result_file_is_checked_and_published_as_written(served, tmp_path, seed_record):
+    from rigbook.bench.result import load_result, verify_hash
+
+    url, token = served
+    older = _older_result(tmp_path)
+    # Re-built as this version's model it carries the default again, so a hash taken on the
+    # model would refuse the file; the file's own JSON is what its hash covers.
+    assert not verify_hash(load_result(older))
+    done = rigbook("publish", str(older), "--hub", url, "--token", token, "--json")
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["points_added"] == 2
+    # The hub checks the JSON as posted: the same file with one number changed is refused.
+    raw = json.loads(older.read_text("utf-8"))
+    raw["perf_points"][0]["decode_tok_s"] += 1
+    refused = httpx.post(
+        f"{url}/api/v1/recipes/{SMALL_SLUG}/results",
+        headers={"authorization": f"Bearer {token}"},
+        json=raw,
+    )
+    assert refused.status_code == 422 and "content_hash" in refused.text
