@@ -235,7 +235,7 @@ async def open_loop(url: str, target: Target, rate: float, seconds: float) -> di
             status = await asyncio.wait_for(fetch(host, int(port), pool, target.paths()), 30)
             if status != 200:
                 errors += 1
-        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError):
             errors += 1
         latencies.append(time.perf_counter() - due)
 

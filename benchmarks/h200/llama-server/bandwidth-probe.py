@@ -25,13 +25,9 @@ def timed(fn, repeats=10):
 
 read_s = timed(lambda: src.sum(dtype=torch.float32))
 copy_s = timed(lambda: dst.copy_(src))
-print(
-    json.dumps(
-        {
-            "bytes": n * 2,
-            "read_tb_s": round(n * 2 / read_s / 1e12, 3),
-            "copy_tb_s": round(2 * n * 2 / copy_s / 1e12, 3),
-            "device": torch.cuda.get_device_name(),
-        }
-    )
-)
+print(json.dumps({
+    "bytes": n * 2,
+    "read_tb_s": round(n * 2 / read_s / 1e12, 3),
+    "copy_tb_s": round(2 * n * 2 / copy_s / 1e12, 3),
+    "device": torch.cuda.get_device_name(),
+}))

@@ -24,53 +24,28 @@ AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(
 
 spec = json.loads((out / "tokenizer.json").read_text())
 spec["normalizer"] = None
-spec["pre_tokenizer"] = {
-    "type": "Sequence",
-    "pretokenizers": [
-        {"type": "Digits", "individual_digits": True},
-        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-    ],
-}
-spec["post_processor"] = {
-    "type": "ByteLevel",
-    "add_prefix_space": True,
-    "trim_offsets": False,
-    "use_regex": True,
-}
+spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+    {"type": "Digits", "individual_digits": True},
+    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}]}
+spec["post_processor"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
 # transformers' GGUF reader builds a SentencePiece-style Llama tokenizer (byte fallback, a "▁"
 # decoder); SmolLM2's is GPT-2's byte-level BPE, which is also what makes llama.cpp's converter
 # write a BPE (gpt2) vocabulary instead of an SPM one.
 spec["model"].update(byte_fallback=False, fuse_unk=False, unk_token=None)
-spec["decoder"] = {
-    "type": "ByteLevel",
-    "add_prefix_space": True,
-    "trim_offsets": True,
-    "use_regex": True,
-}
+spec["decoder"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
 (out / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False))
 config = json.loads((out / "tokenizer_config.json").read_text())
 config.pop("legacy", None)
 # PreTrainedTokenizerFast takes tokenizer.json as written (transformers 5's GPT2Tokenizer would
 # replace its pre-tokenizer).
-config.update(
-    add_bos_token=False,
-    add_eos_token=False,
-    add_prefix_space=False,
-    bos_token="<|im_start|>",
-    eos_token="<|im_end|>",
-    tokenizer_class="PreTrainedTokenizerFast",
-)
+config.update(add_bos_token=False, add_eos_token=False, add_prefix_space=False, bos_token="<|im_start|>",
+              eos_token="<|im_end|>", tokenizer_class="PreTrainedTokenizerFast")
 (out / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1))
-(out / "special_tokens_map.json").write_text(
-    json.dumps(
-        {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>"}
-    )
-)
+(out / "special_tokens_map.json").write_text(json.dumps(
+    {"bos_token": "<|im_start|>", "eos_token": "<|im_end|>", "unk_token": "<|endoftext|>"}))
 
 source = converter.read_text()
-chktxt = ast.literal_eval(
-    re.search(r"\n\s+chktxt = (.*)\n", source).group(1)
-)  # the converter's test string
+chktxt = ast.literal_eval(re.search(r"\n\s+chktxt = (.*)\n", source).group(1))  # the converter's test string
 tokenizer = AutoTokenizer.from_pretrained(out)
 chkhsh = hashlib.sha256(str(tokenizer.encode(chktxt)).encode()).hexdigest()
 known = re.search(rf'chkhsh == "{chkhsh}":\s*\n\s*#[^\n]*\n\s*res = "(\w+)"', source)
@@ -84,6 +59,4 @@ try:
     sys.exit("llama.cpp's converter would read this as a SentencePiece-style Llama vocabulary")
 except FileNotFoundError:
     pass  # not a Llama-HF tokenizer: the converter takes the BPE (gpt2) path, as for SmolLM2
-print(
-    f"tokenizer: {len(tokenizer)} tokens, pre-tokenizer {known.group(1)!r} by the converter's hash, BPE vocab"
-)
+print(f"tokenizer: {len(tokenizer)} tokens, pre-tokenizer {known.group(1)!r} by the converter's hash, BPE vocab")

@@ -26,12 +26,8 @@ reader, why = open_reader()
 if reader is None:
     out["nvml"] = {"unavailable": why}
 else:
-    nvml = {
-        "count": reader.gpu_count(),
-        "name": reader.name(0),
-        "power_limit_w": reader.power_limit_w(0),
-        "idle": dataclasses.asdict(reader.sample(0)),
-    }
+    nvml = {"count": reader.gpu_count(), "name": reader.name(0), "power_limit_w": reader.power_limit_w(0),
+            "idle": dataclasses.asdict(reader.sample(0))}
     busy = threading.Event()
 
     def load() -> None:
@@ -51,18 +47,12 @@ else:
     worker.join()
     e1, t1 = reader.energy_mj(0), time.monotonic()
     watts = [s.power_w for s in samples if s.power_w is not None]
-    nvml.update(
-        busy_samples=len(samples),
-        busy_first=dataclasses.asdict(samples[0]),
-        busy_last=dataclasses.asdict(samples[-1]),
-        busy_mean_power_w=round(sum(watts) / len(watts), 1) if watts else None,
-        energy_j=round((e1 - e0) / 1000, 1) if e0 is not None and e1 is not None else None,
-        seconds=round(t1 - t0, 2),
-    )
+    nvml.update(busy_samples=len(samples), busy_first=dataclasses.asdict(samples[0]), busy_last=dataclasses.asdict(samples[-1]),
+                busy_mean_power_w=round(sum(watts) / len(watts), 1) if watts else None,
+                energy_j=round((e1 - e0) / 1000, 1) if e0 is not None and e1 is not None else None,
+                seconds=round(t1 - t0, 2))
     if nvml["energy_j"] and nvml["busy_mean_power_w"]:
-        nvml["energy_vs_power_x_time_pct"] = round(
-            100 * nvml["energy_j"] / (nvml["busy_mean_power_w"] * (t1 - t0)), 1
-        )
+        nvml["energy_vs_power_x_time_pct"] = round(100 * nvml["energy_j"] / (nvml["busy_mean_power_w"] * (t1 - t0)), 1)
     out["nvml"] = nvml
 json.dump(out, sys.stdout, indent=2, default=str)
 print()
