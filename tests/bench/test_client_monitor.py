@@ -196,3 +196,24 @@ def test_records_built_as_streams_end_together_do_not_stall_the_others(tmp_path,
     if load.client_bound and load.worst_stall_cpu_ms < 0.2 * load.loop_lag_worst_ms:
         pytest.skip(f"the machine descheduled the client: {load.reason}")
     assert not cell.client_bound, load.reason
+
+
+def test_building_the_first_record_imports_nothing():
+    """A module imported on the first record built would stall the streams of the first cell
+    still reading (numpy's percentile imported numpy.ma on its first call: 14-25 ms here, past
+    the 12.5 ms limit of a 40 tok/s stream, so a run without warmup flagged its first cell)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from rigbook.bench.runner import run_bench\n"
+        "from tests.bench.test_client_monitor import _records\n"
+        "before = set(sys.modules)\n"
+        "_records()\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stdout
