@@ -87,6 +87,12 @@ def register(app: typer.Typer) -> None:
             min=0.1,
             help="Seconds of silence that fail a request.",
         ),
+        workers: int = typer.Option(
+            None,
+            "--workers",
+            help="Processes each cell's streams run in (default: one per 256 streams, at most "
+            "the usable CPUs; 1: all in this process).",
+        ),
         recipe: str = typer.Option(
             None,
             "--recipe",
@@ -114,6 +120,7 @@ def register(app: typer.Typer) -> None:
                 duration_s=duration,
                 warmup=warmup,
                 stall_timeout_s=stall_timeout,
+                workers=workers,
                 recipe=recipe,
                 out=out,
             )
