@@ -20,7 +20,7 @@ A worker says when a request starts, sends each finished one back as it ends (it
 not a message per token), and its :class:`~rigbook.bench.result.ClientLoad` at the end. The parent
 builds every record with the same code as a one-process run, so timestamps must be on one clock:
 ``time.perf_counter()`` is ``CLOCK_MONOTONIC`` on Linux, one clock for the machine, and each
-worker proves it (:func:`check_clock`) or refuses to start. A worker that dies fails the requests
+worker proves it (:func:`~rigbook.bench.worker_protocol.check_clock`) or refuses to start. A worker that dies fails the requests
 it had in flight with a reason; the others finish the cell, and the next cell gets a fresh one.
 """
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import math
 import os
 import signal
@@ -36,16 +35,29 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Literal
 
+from pydantic import BaseModel, Field
+
 from rigbook.bench.backend import RequestBodies
-from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
-from rigbook.bench.result import ClientLoad, Distribution, RequestRecord, WorkerLoad
-from rigbook.bench.scheduler import ClientMonitor, run_burst, run_sustained
+from rigbook.bench.client import RawRequest
+from rigbook.bench.result import Cell, ClientLoad, Distribution, RequestRecord, WorkerLoad
+from rigbook.bench.worker_protocol import (
+    BurstOrder,
+    CellDone,
+    Crashed,
+    Finished,
+    Quit,
+    Ready,
+    Started,
+    StopCell,
+    SustainedOrder,
+    ToParent,
+    WorkerSetup,
+)
 from rigbook.errors import InternalError
 
 # One worker per this many streams of a cell. Measured here (docs/bench.md, "Client headroom"),
@@ -57,9 +69,6 @@ STREAMS_PER_WORKER = 256
 STOP_GRACE_S = 2.0
 # How long a fresh worker may take to import rigbook and say it is ready.
 START_TIMEOUT_S = 60.0
-# perf_counter and CLOCK_MONOTONIC read back to back differ by less than this when they are one
-# clock (float rounding of the same nanoseconds); two clocks differ by their epochs.
-CLOCK_TOLERANCE_S = 0.001
 
 
 def usable_cpus() -> int:
@@ -83,251 +92,6 @@ def cell_workers(concurrency: int, asked: int | None, cpus: int | None = None) -
 def split(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` counts as even as possible, the larger first."""
     return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
-
-
-def check_clock() -> float:
-    """``time.perf_counter()`` now, after making sure it reads ``CLOCK_MONOTONIC``: the clock every
-    process of the machine shares. Elsewhere workers' times would not merge: fail loudly."""
-    before = time.perf_counter()
-    mono = time.clock_gettime(time.CLOCK_MONOTONIC)
-    after = time.perf_counter()
-    if not before - CLOCK_TOLERANCE_S <= mono <= after + CLOCK_TOLERANCE_S:
-        raise InternalError(
-            "E_INTERNAL",
-            f"time.perf_counter() ({before:.6f}) is not CLOCK_MONOTONIC ({mono:.6f}) here, so "
-            "worker processes' timestamps would not merge",
-            "Run with --workers 1 on this platform.",
-        )
-    return after
-
-
-@dataclass(frozen=True, slots=True)
-class PackedRaw:
-    """A :class:`RawRequest` on its way from a worker to the parent: its arrays as bytes."""
-
-    sent: float
-    done: float | None
-    times: bytes
-    usage: bytes
-    reasoning: bytes
-    final_usage: dict | None
-    continuous: bool
-    finish_reason: str | None
-    error: str | None
-    prompt_tokens: int | None
-    reasoning_tokens_reported: int | None
-    cancelled: bool
-    reads: int
-
-    @classmethod
-    def pack(cls, raw: RawRequest) -> PackedRaw:
-        """``raw`` as a message."""
-        return cls(
-            sent=raw.sent,
-            done=raw.done,
-            times=raw.times.tobytes(),
-            usage=raw.usage.tobytes(),
-            reasoning=bytes(raw.reasoning),
-            final_usage=raw.final_usage,
-            continuous=raw.continuous,
-            finish_reason=raw.finish_reason,
-            error=raw.error,
-            prompt_tokens=raw.prompt_tokens,
-            reasoning_tokens_reported=raw.reasoning_tokens_reported,
-            cancelled=raw.cancelled,
-            reads=raw.reads,
-        )
-
-    def unpack(self) -> RawRequest:
-        """The request as the worker saw it."""
-        raw = RawRequest(sent=self.sent)
-        raw.times.frombytes(self.times)
-        raw.usage.frombytes(self.usage)
-        raw.reasoning.extend(self.reasoning)
-        raw.done, raw.final_usage, raw.continuous = self.done, self.final_usage, self.continuous
-        raw.finish_reason, raw.error, raw.prompt_tokens = (
-            self.finish_reason,
-            self.error,
-            self.prompt_tokens,
-        )
-        raw.reasoning_tokens_reported = self.reasoning_tokens_reported
-        raw.cancelled, raw.reads = self.cancelled, self.reads
-        return raw
-
-
-# Parent to worker.
-@dataclass(frozen=True, slots=True)
-class WorkerSetup:
-    """What a worker needs for the whole run; ``clock`` is the parent's perf_counter at spawn."""
-
-    worker: int
-    url: str
-    bodies: RequestBodies
-    stall_s: float
-    clock: float
-
-
-@dataclass(frozen=True, slots=True)
-class BurstOrder:
-    """Stream ``indices`` (in this order), ``lanes`` at a time."""
-
-    lanes: int
-    indices: list[int]
-
-
-@dataclass(frozen=True, slots=True)
-class SustainedOrder:
-    """Keep ``lanes`` streams busy until ``end`` (perf_counter); the k-th request is numbered
-    ``first + k * step`` so no two workers use one number."""
-
-    lanes: int
-    end: float
-    first: int
-    step: int
-
-
-@dataclass(frozen=True, slots=True)
-class StopCell:
-    """End the cell now: drop the streams in flight and report."""
-
-
-@dataclass(frozen=True, slots=True)
-class Quit:
-    """Leave: the run is over."""
-
-
-# Worker to parent.
-@dataclass(frozen=True, slots=True)
-class Ready:
-    """The worker is up; ``clock`` is its perf_counter, which must fall between the parent's
-    reading at spawn and at receipt (one clock across processes)."""
-
-    pid: int
-    clock: float
-
-
-@dataclass(frozen=True, slots=True)
-class Started:
-    """Request ``index`` is going out."""
-
-    index: int
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """Request ``index`` ended (or was cut at the window's end)."""
-
-    index: int
-    raw: PackedRaw
-
-
-@dataclass(frozen=True, slots=True)
-class CellDone:
-    """Every stream of the cell has ended; what the worker's client did meanwhile."""
-
-    load: ClientLoad
-
-
-@dataclass(frozen=True, slots=True)
-class Crashed:
-    """The worker hit an error of its own and is leaving."""
-
-    reason: str
-
-
-ToParent = Ready | Started | Finished | CellDone | Crashed
-Order = BurstOrder | SustainedOrder
-
-
-def worker_main(fd: int) -> None:
-    """A worker process on connection ``fd``: take the setup, prove the clock, then stream the
-    orders the parent sends until told to quit."""
-    from rigbook.bench.measure import loop_factory
-
-    # A terminal's Ctrl-C reaches the whole process group; the parent decides how the run stops.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    conn = Connection(fd)
-    try:
-        setup: WorkerSetup = conn.recv()
-        check_clock()
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            runner.run(_serve(conn, setup))
-    except Exception as exc:  # noqa: BLE001 - whatever it is, the parent must hear why
-        with contextlib.suppress(OSError):
-            conn.send(Crashed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"))
-
-
-async def _serve(conn: Connection, setup: WorkerSetup) -> None:
-    loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[Order | StopCell | Quit] = asyncio.Queue()
-    stop = asyncio.Event()
-
-    def readable() -> None:
-        nonlocal stop
-        while conn.poll():
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):  # the parent is gone
-                msg = Quit()
-            if isinstance(msg, (StopCell, Quit)):
-                stop.set()
-            if isinstance(msg, Quit):
-                loop.remove_reader(conn.fileno())
-                inbox.put_nowait(msg)
-                return
-            inbox.put_nowait(msg)
-
-    loop.add_reader(conn.fileno(), readable)
-    target = Target(setup.url)
-    conn.send(Ready(pid=os.getpid(), clock=time.perf_counter()))
-    gc.collect()
-    gc.freeze()
-    while True:
-        msg = await inbox.get()
-        if isinstance(msg, Quit):
-            return
-        if isinstance(msg, StopCell):  # late: that cell has already ended
-            continue
-        stop = asyncio.Event()
-        load = await _stream(conn, setup, target, msg, stop)
-        conn.send(CellDone(load))
-
-
-async def _stream(
-    conn: Connection, setup: WorkerSetup, target: Target, order: Order, stop: asyncio.Event
-) -> ClientLoad:
-    """One cell's share: the same schedulers as a one-process run, with this worker's numbers."""
-    reads = ReadWatch()
-    monitor = ClientMonitor(reads)
-    body, stall = setup.bodies.body, setup.stall_s
-    if isinstance(order, BurstOrder):
-        indices = order.indices
-
-        def number(k: int) -> int:
-            return indices[k]
-    else:
-        first, step = order.first, order.step
-
-        def number(k: int) -> int:
-            return first + k * step
-
-    async def send(k: int, raw: RawRequest) -> None:
-        i = number(k)
-        conn.send(Started(i))
-        await stream_chat(target, body(i), stall, raw, reads=reads)
-
-    def on_done(k: int, raw: RawRequest) -> None:
-        conn.send(Finished(number(k), PackedRaw.pack(raw)))
-
-    monitor.start()
-    if isinstance(order, BurstOrder):
-        await run_burst(
-            send, on_done, requests=len(order.indices), concurrency=order.lanes, stop=stop
-        )
-    else:
-        duration = max(order.end - time.perf_counter(), 0.0)
-        await run_sustained(send, on_done, concurrency=order.lanes, duration_s=duration, stop=stop)
-    return await monitor.stop()
 
 
 @dataclass
@@ -450,7 +214,7 @@ class WorkerPool:
             [
                 sys.executable,
                 "-c",
-                f"from rigbook.bench.workers import worker_main; worker_main({theirs.fileno()})",
+                f"from rigbook.bench.worker import worker_main; worker_main({theirs.fileno()})",
             ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
@@ -705,4 +469,39 @@ def _worst_distribution(dists: list[Distribution]) -> Distribution:
             key: max(getattr(d, key) for d in full if getattr(d, key) is not None)
             for key in ("p10", "p50", "p90", "p99", "max")
         },
+    )
+
+
+class Ceiling(BaseModel):
+    """The most the client could take in at the CPU cost per token it measured: one process
+    spends at most 10⁶ µs a second, so it ingests at most 10⁶ ÷ (µs per token) tokens a second,
+    and N processes N times that when N CPUs are free for them."""
+
+    cell: int = Field(description="The cell whose cost per token it is: the cheapest.")
+    concurrency: int
+    cpu_us_per_token: float
+    one_process_tok_s: float
+    workers: int = Field(description="The most worker processes any cell of the run used.")
+    workers_tok_s: float = Field(description="workers x one_process_tok_s.")
+
+
+def ceiling(cells: list[Cell]) -> Ceiling | None:
+    """The client's ceiling from the cheapest cell's CPU µs per token (None before any token)."""
+    costed = [
+        (c.client.cpu_us_per_token, c)
+        for c in cells
+        if c.client is not None and c.client.cpu_us_per_token
+    ]
+    if not costed:
+        return None
+    cost, best = min(costed, key=lambda pair: pair[0])
+    one = 1e6 / cost
+    n = max((c.client.workers or 1) if c.client is not None else 1 for c in cells)
+    return Ceiling(
+        cell=best.index,
+        concurrency=best.concurrency,
+        cpu_us_per_token=cost,
+        one_process_tok_s=one,
+        workers=n,
+        workers_tok_s=n * one,
     )

@@ -170,7 +170,7 @@ def _bench_cli(url: str, out: Path, *extra: str) -> subprocess.Popen:
 
 def _is_worker(p: psutil.Process) -> bool:
     try:
-        return "worker_main" in " ".join(p.cmdline())
+        return "rigbook.bench.worker import" in " ".join(p.cmdline())
     except psutil.Error:  # the rig probe's short-lived tools come and go
         return False
 
