@@ -14,9 +14,13 @@ import asyncio
 import contextlib
 import gc
 import os
+import pickle
 import signal
+import socket
+import struct
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
@@ -39,46 +43,83 @@ from rigbook.bench.worker_protocol import (
 
 
 def worker_main(fd: int) -> None:
-    """A worker process on connection ``fd``: take the setup, prove the clock, then stream the
+    """A worker process on socket ``fd``: take the setup, prove the clock, then stream the
     orders the parent sends until told to quit."""
     from rigbook.bench.measure import loop_factory
 
     # A terminal's Ctrl-C reaches the whole process group; the parent decides how the run stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    conn = Connection(fd)
+    # The setup is read before the loop runs, through a Connection of its own (on a copy of the
+    # descriptor, which closing it closes); the loop then owns the socket.
+    with Connection(os.dup(fd)) as first:
+        setup: WorkerSetup = first.recv()
+    sock = socket.socket(fileno=fd)
+    # Its own copy of the socket, for the one message sent after the loop (and its socket) closed.
+    last = Connection(os.dup(fd))
     try:
-        setup: WorkerSetup = conn.recv()
         check_clock()
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            runner.run(_serve(conn, setup))
-    except Exception as exc:  # noqa: BLE001 - whatever it is, the parent must hear why
+            runner.run(_serve(sock, setup))
+    except Exception as exc:  # whatever it is, the parent must hear why
         with contextlib.suppress(OSError):
-            conn.send(Crashed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"))
+            os.set_blocking(last.fileno(), True)
+            last.send(Crashed(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"))
+        raise SystemExit(1) from exc
+    finally:
+        last.close()
 
 
-async def _serve(conn: Connection, setup: WorkerSetup) -> None:
+class Channel(asyncio.Protocol):
+    """The worker's end of the socket pair on its loop. Messages are framed as multiprocessing's
+    ``Connection`` frames them (a 4-byte big-endian length, then the pickle), so the parent reads
+    them with ``Connection.recv``. The transport buffers what the socket cannot take at once: a
+    parent slow to read never blocks this loop (a blocking send would stall every stream)."""
+
+    def __init__(self, received: Callable[[object], None]) -> None:
+        self.received = received
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            (size,) = _HEADER.unpack_from(self.buffer)
+            if len(self.buffer) < 4 + size:
+                return
+            msg = pickle.loads(self.buffer[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            self.received(msg)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.received(Quit())  # the parent is gone
+
+    def send(self, msg: object) -> None:
+        """Queue one message to the parent."""
+        payload = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+        assert self.transport is not None
+        self.transport.write(_HEADER.pack(len(payload)) + payload)
+
+
+# multiprocessing.connection's frame header for messages under 2 GiB
+_HEADER = struct.Struct("!i")
+
+
+async def _serve(sock: socket.socket, setup: WorkerSetup) -> None:
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[Order | StopCell | Quit] = asyncio.Queue()
     stop = asyncio.Event()
 
-    def readable() -> None:
-        nonlocal stop
-        while conn.poll():
-            try:
-                msg = conn.recv()
-            except (EOFError, OSError):  # the parent is gone
-                msg = Quit()
-            if isinstance(msg, (StopCell, Quit)):
-                stop.set()
-            if isinstance(msg, Quit):
-                loop.remove_reader(conn.fileno())
-                inbox.put_nowait(msg)
-                return
-            inbox.put_nowait(msg)
+    def received(msg: object) -> None:
+        if isinstance(msg, (StopCell, Quit)):
+            stop.set()
+        inbox.put_nowait(msg)  # type: ignore[arg-type]
 
-    loop.add_reader(conn.fileno(), readable)
+    _, channel = await loop.create_unix_connection(lambda: Channel(received), sock=sock)
     target = Target(setup.url)
-    conn.send(Ready(pid=os.getpid(), clock=time.perf_counter()))
+    channel.send(Ready(pid=os.getpid(), clock=time.perf_counter()))
     gc.collect()
     gc.freeze()
     while True:
@@ -88,12 +129,12 @@ async def _serve(conn: Connection, setup: WorkerSetup) -> None:
         if isinstance(msg, StopCell):  # late: that cell has already ended
             continue
         stop = asyncio.Event()
-        load = await _stream(conn, setup, target, msg, stop)
-        conn.send(CellDone(load))
+        load = await _stream(channel, setup, target, msg, stop)
+        channel.send(CellDone(load))
 
 
 async def _stream(
-    conn: Connection, setup: WorkerSetup, target: Target, order: Order, stop: asyncio.Event
+    conn: Channel, setup: WorkerSetup, target: Target, order: Order, stop: asyncio.Event
 ) -> ClientLoad:
     """One cell's share: the same schedulers as a one-process run, with this worker's numbers."""
     reads = ReadWatch()

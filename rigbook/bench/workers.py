@@ -128,6 +128,8 @@ class _CellRun:
     def __init__(self, mode: Literal["burst", "sustained"], on_done: WorkerDone, prompts: int):
         self.mode, self.on_done, self.prompts = mode, on_done, prompts
         self.in_flight: dict[int, set[int]] = {}
+        # burst: the indices dealt to each worker and not yet back
+        self.owed: dict[int, set[int]] = {}
         self.waiting: set[int] = set()
         self.all_reported = asyncio.Event()
         self.cell = WorkerCell()
@@ -135,8 +137,8 @@ class _CellRun:
         self.finished: list[tuple[int, int, RawRequest]] = []
         self.stopping = False
 
-    def expect(self, slot: int, pid: int, streams: int) -> None:
-        self.in_flight[slot] = set()
+    def expect(self, slot: int, pid: int, streams: int, dealt: list[int]) -> None:
+        self.in_flight[slot], self.owed[slot] = set(), set(dealt)
         self.waiting.add(slot)
         self.cell.streams[slot], self.cell.pids[slot] = streams, pid
 
@@ -145,12 +147,17 @@ class _CellRun:
             self.in_flight[slot].add(msg.index)
         elif isinstance(msg, Finished):
             self.in_flight[slot].discard(msg.index)
+            self.owed[slot].discard(msg.index)
             self._done(msg.index, slot, msg.raw.unpack())
         elif isinstance(msg, CellDone):
             self.cell.loads[slot] = msg.load
+            if not self.stopping:  # a worker that lost requests must not leave a whole-looking cell
+                self._fail(
+                    slot, self.in_flight[slot] | self.owed[slot], "ended its share without it"
+                )
             self._reported(slot)
         elif isinstance(msg, Crashed):
-            self.lost(slot, f"worker {slot} failed: {msg.reason.splitlines()[0]}")
+            self.lost(slot, f"failed: {msg.reason.splitlines()[0]}")
 
     def lost(self, slot: int, why: str) -> None:
         """Worker ``slot`` ended without reporting: what it had in flight failed (unless the cell
@@ -158,13 +165,18 @@ class _CellRun:
         if slot not in self.waiting:
             return
         self.cell.died[slot] = why
+        if not self.stopping:
+            self._fail(slot, self.in_flight[slot], why)
+        self._reported(slot)
+
+    def _fail(self, slot: int, indices: set[int], why: str) -> None:
         now = time.perf_counter()
-        for i in sorted(self.in_flight[slot]) if not self.stopping else ():
+        for i in sorted(indices):
             raw = RawRequest(sent=now)
-            raw.error, raw.done = f"client_worker: {why}", now
+            raw.error, raw.done = f"client_worker: worker {slot}: {why}", now
             self._done(i, slot, raw)
         self.in_flight[slot].clear()
-        self._reported(slot)
+        self.owed[slot].clear()
 
     def _done(self, i: int, slot: int, raw: RawRequest) -> None:
         if self.mode == "sustained":
@@ -226,6 +238,8 @@ class WorkerPool:
         worker = _Worker(slot=slot, process=proc, conn=parent)
         self._ready[slot] = asyncio.get_running_loop().create_future()
         asyncio.get_running_loop().add_reader(parent.fileno(), self._readable, worker, setup.clock)
+        # The loop made it non-blocking; a message is read whole once its first bytes are in.
+        os.set_blocking(parent.fileno(), True)
         return worker
 
     async def _await_ready(self, worker: _Worker) -> None:
@@ -289,7 +303,7 @@ class WorkerPool:
             if code is not None and code < 0
             else f"exited with status {code}"
         )
-        why = f"worker {worker.slot} (pid {worker.process.pid}) {how}"
+        why = f"pid {worker.process.pid} {how}"
         self._fail_start(worker, why)
         if self._run is not None:
             self._run.lost(worker.slot, why)
@@ -321,18 +335,17 @@ class WorkerPool:
         await self._revive()
         lanes = split(concurrency, workers)
         used = self._workers[:workers]
+        # Burst: lane j is worker j mod N's and request i runs on lane i mod C.
+        dealt: list[list[int]] = [[] for _ in used]
+        for i in range(requests or 0):
+            dealt[(i % concurrency) % workers].append(i)
         run = _CellRun(mode, on_done, len(self.bodies))
-        for w, n in zip(used, lanes, strict=True):
-            run.expect(w.slot, w.pid, n)
+        for w, n, mine in zip(used, lanes, dealt, strict=True):
+            run.expect(w.slot, w.pid, n, mine)
         self._run = run
         start = time.perf_counter()
         try:
             if mode == "burst":
-                assert requests is not None
-                # Lane j is worker j mod N's; request i runs on lane i mod C.
-                dealt: list[list[int]] = [[] for _ in used]
-                for i in range(requests):
-                    dealt[(i % concurrency) % workers].append(i)
                 for w, n, mine in zip(used, lanes, dealt, strict=True):
                     w.conn.send(BurstOrder(lanes=n, indices=mine))
             else:

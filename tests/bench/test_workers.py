@@ -221,7 +221,9 @@ def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp
     # Lanes 1 and 3 were the killed worker's: their two requests fail with the reason; the
     # other worker's two complete.
     assert [r.index for r in failed] == [1, 3]
-    assert all(f"pid {victim.pid}) killed by SIGKILL" in (r.error or "") for r in failed)
+    assert all(
+        r.error == f"client_worker: worker 1: pid {victim.pid} killed by SIGKILL" for r in failed
+    )
     assert [r.index for r in cell.requests if r.ok] == [0, 2]
     assert sorted(r["index"] for r in journaled(out)) == [0, 1, 2, 3]
     assert cell.client is not None and cell.client.per_worker[1].died
@@ -237,3 +239,21 @@ def test_workers_below_one_is_an_input_error(tmp_path, n):
         cwd=tmp_path,
     )
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT", p.stdout
+
+
+def test_replies_larger_than_the_socket_buffer_all_come_back(tmp_path):
+    """Sixteen 2,000-event replies ending together are over half a megabyte of arrival times: more
+    than the socket between a worker and the parent holds, so a worker must queue, not drop."""
+    proc, url = start_synthetic("--rate", "2000", "--tokens-per-chunk", "1", "--falloff", "0")
+    try:
+        out = tmp_path / "r.json"
+        result = bench(url, out, concurrency=[16], requests=16, max_tokens=2000, workers=2)
+        own = served(url)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    cell = result.cells[0]
+    assert cell.valid, cell.invalid_reasons
+    assert [r.index for r in cell.requests] == list(range(16))
+    assert sorted(r["index"] for r in journaled(out)) == list(range(16))
+    assert sum(r.output_tokens for r in cell.requests) == sum(s["tokens"] for s in own) == 32000
