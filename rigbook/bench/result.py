@@ -167,6 +167,11 @@ class ClientLoad(Model):
     per_worker: list[WorkerLoad] = Field(
         default_factory=list, description="Each worker process's figures, when workers is set."
     )
+    parent_cpu_s: float | None = Field(
+        default=None,
+        description="With workers: CPU the bench process itself spent in the cell (receiving and "
+        "recording requests, journal thread included); not in cpu_s.",
+    )
 
 
 class GpuCellTelemetry(Model):
@@ -398,6 +403,7 @@ LATER_FIELDS = frozenset(
         "quality",
         "workers",
         "per_worker",
+        "parent_cpu_s",
     }
 )
 

@@ -100,6 +100,12 @@ def _level(url: str, conc: int, tokens: int, out: Path, workers: int | None) -> 
         "per_request_err": per_req_err,
         "aggregate_err": agg_err,
         "cpu_us_per_token": load.cpu_us_per_token,
+        # With workers, what the bench process spent receiving and recording, per token.
+        "parent_us_per_token": (
+            load.parent_cpu_s * load.cpu_us_per_token / load.cpu_s
+            if load.parent_cpu_s is not None and load.cpu_us_per_token and load.cpu_s
+            else None
+        ),
         "cpu_fraction": load.cpu_fraction,
         "stall_ms": load.stall_worst_bound_ms,
         "stall_limit_ms": load.stall_limit_ms,
@@ -150,9 +156,12 @@ def main(argv: list[str] | None = None) -> int:
             for conc in (int(x) for x in args.levels.split(",")):
                 row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json", args.workers)
                 rows.append(row)
+                parent = row["parent_us_per_token"]
                 console.print(
                     f"concurrency {conc}: server {row['server_aggregate']:.0f} tok/s, "
-                    f"{row['cpu_us_per_token']:.1f} µs/token, aggregate err {row['aggregate_err']:.3%}"
+                    f"{row['cpu_us_per_token']:.1f} µs/token"
+                    + (f" (+ {parent:.1f} in the parent)" if parent is not None else "")
+                    + f", aggregate err {row['aggregate_err']:.3%}"
                 )
     finally:
         server.terminate()

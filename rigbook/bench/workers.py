@@ -120,6 +120,8 @@ class WorkerCell:
     owner: dict[int, int] = field(default_factory=dict)
     died: dict[int, str] = field(default_factory=dict)
     window: tuple[float, float] | None = None
+    # this process's CPU time over the cell: receiving and recording, not streaming
+    parent_cpu_s: float = 0.0
 
 
 class _CellRun:
@@ -343,7 +345,7 @@ class WorkerPool:
         for w, n, mine in zip(used, lanes, dealt, strict=True):
             run.expect(w.slot, w.pid, n, mine)
         self._run = run
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             if mode == "burst":
                 for w, n, mine in zip(used, lanes, dealt, strict=True):
@@ -356,6 +358,7 @@ class WorkerPool:
             await self._until_reported(run, used, stop)
         finally:
             self._run = None
+        run.cell.parent_cpu_s = time.process_time() - cpu
         if mode == "sustained":
             run.number_sustained()
             run.cell.window = (start, min(start + (duration_s or 0.0), time.perf_counter()))
@@ -459,6 +462,7 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         client_bound=False,
         workers=len(cell.streams),
         per_worker=per_worker,
+        parent_cpu_s=cell.parent_cpu_s,
     )
 
 

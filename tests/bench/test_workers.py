@@ -102,6 +102,7 @@ def test_a_burst_cell_in_two_workers_matches_the_server(url, tmp_path):
     ]
     assert all(w.cpu_us_per_token and w.pid for w in client.per_worker)
     assert client.cpu_s == pytest.approx(sum(w.cpu_s or 0 for w in client.per_worker))
+    assert client.parent_cpu_s is not None and client.parent_cpu_s > 0
 
 
 def _in_window(srv: dict, lo: float, hi: float) -> int:
