@@ -20,8 +20,10 @@ A worker says when a request starts, sends each finished one back as it ends (it
 not a message per token), and its :class:`~rigbook.bench.result.ClientLoad` at the end. The parent
 builds every record with the same code as a one-process run, so timestamps must be on one clock:
 ``time.perf_counter()`` is ``CLOCK_MONOTONIC`` on Linux, one clock for the machine, and each
-worker proves it (:func:`~rigbook.bench.worker_protocol.check_clock`) or refuses to start. A worker that dies fails the requests
-it had in flight with a reason; the others finish the cell, and the next cell gets a fresh one.
+worker proves it (:func:`~rigbook.bench.worker_protocol.check_clock`) or refuses to start. A
+worker that dies fails the requests it had in flight with a reason; the others finish the cell,
+and the next cell gets a fresh one. The child's side is :mod:`rigbook.bench.worker`, the messages
+:mod:`rigbook.bench.worker_protocol`.
 """
 
 from __future__ import annotations
