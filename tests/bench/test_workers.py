@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from rigbook.bench.journal import journal_path
+from rigbook.bench.progress import ceiling_line
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.bench.workers import STREAMS_PER_WORKER, cell_workers, split
 from tests.bench.helpers import bench, start_synthetic, within
@@ -76,6 +77,22 @@ def test_the_default_is_one_process_until_one_could_be_the_limit():
     # Asked for: that many, never more than there are streams.
     assert cell_workers(64, 3, cpus=1) == 3 and cell_workers(2, 4, cpus=8) == 2
     assert split(5, 2) == [3, 2] and split(4, 3) == [2, 1, 1]
+
+
+def test_the_ceiling_is_the_cheapest_cells_and_n_times_it_with_workers():
+    published = Path(__file__).parents[2] / "benchmarks/cpu/llama-server/result.json"
+    result = load_result(published)  # written before workers: one process
+    assert ceiling_line(result) == (
+        "client ceiling: one process 2,162 tok/s (10⁶ ÷ 462.5 µs CPU per token at concurrency 4)"
+    )
+    cell = result.cells[1]
+    assert cell.client is not None
+    split_cell = cell.model_copy(update={"client": cell.client.model_copy(update={"workers": 3})})
+    two = result.model_copy(update={"cells": [result.cells[0], split_cell]})
+    assert ceiling_line(two) == (
+        "client ceiling: one process 2,162 tok/s (10⁶ ÷ 462.5 µs CPU per token at concurrency 4); "
+        "3 worker processes 6,486 tok/s"
+    )
 
 
 def test_a_burst_cell_in_two_workers_matches_the_server(url, tmp_path):
@@ -216,7 +233,9 @@ def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp
     victim.send_signal(signal.SIGKILL)
     stdout, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err[-2000:]
-    assert json.loads(stdout)["error"]["code"] == "E_BENCH_INVALID"
+    summary = json.loads(stdout)
+    assert summary["error"]["code"] == "E_BENCH_INVALID"
+    assert summary["client_ceiling"]["workers"] == 2
     cell = load_result(out).cells[0]
     failed = [r for r in cell.requests if not r.ok]
     # Lanes 1 and 3 were the killed worker's: their two requests fail with the reason; the
