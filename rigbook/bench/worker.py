@@ -49,8 +49,8 @@ def worker_main(fd: int) -> None:
 
     # A terminal's Ctrl-C reaches the whole process group; the parent decides how the run stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # The setup is read before the loop runs, through a Connection of its own (on a copy of the
-    # descriptor, which closing it closes); the loop then owns the socket.
+    # The setup is read before the loop runs, through a Connection on a copy of the descriptor
+    # (closing it closes only the copy); the loop then owns the socket.
     with Connection(os.dup(fd)) as first:
         setup: WorkerSetup = first.recv()
     sock = socket.socket(fileno=fd)
