@@ -122,6 +122,15 @@ def test_a_burst_cell_in_two_workers_matches_the_server(url, tmp_path):
     assert client.parent_cpu_s is not None and client.parent_cpu_s > 0
 
 
+def test_one_worker_keeps_every_stream_in_this_process(url, tmp_path):
+    result = bench(url, tmp_path / "r.json", concurrency=[4], requests=4, max_tokens=50, workers=1)
+    cell = result.cells[0]
+    assert cell.valid and cell.client is not None
+    # As before workers existed: a cell the pool ran would name its workers.
+    assert cell.client.workers is None and cell.client.per_worker == []
+    assert cell.client.parent_cpu_s is None
+
+
 def _in_window(srv: dict, lo: float, hi: float) -> int:
     """Tokens the server sent inside [lo, hi]: one a chunk, evenly paced (no slow-down)."""
     n, first, last = srv["tokens"], srv["first_send"], srv["last_send"]
