@@ -164,7 +164,8 @@ def test_a_sustained_cell_in_two_workers_matches_the_server(url, tmp_path):
     assert cell.client is not None and cell.client.workers == 2
 
 
-def _bench_cli(url: str, out: Path, *extra: str) -> subprocess.Popen:
+def _bench_cli(url: str, out: Path, *mode: str) -> subprocess.Popen:
+    """Two workers, two streams each, 8-token replies; ``mode`` is --requests N or --duration S."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -178,8 +179,7 @@ def _bench_cli(url: str, out: Path, *extra: str) -> subprocess.Popen:
             "4",
             "--max-tokens",
             "8",
-            "--requests",
-            "4",
+            *(mode or ("--requests", "4")),
             "--warmup",
             "0",
             "--workers",
@@ -187,7 +187,6 @@ def _bench_cli(url: str, out: Path, *extra: str) -> subprocess.Popen:
             "--out",
             str(out),
             "--json",
-            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -256,6 +255,24 @@ def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp
     assert [r.index for r in cell.requests if r.ok] == [0, 2]
     assert sorted(r["index"] for r in journaled(out)) == [0, 1, 2, 3]
     assert cell.client is not None and cell.client.per_worker[1].died
+
+
+def test_a_killed_worker_in_a_sustained_cell_fails_its_streams(slow_url, tmp_path):
+    out = tmp_path / "r.json"
+    proc = _bench_cli(slow_url, out, "--duration", "3")
+    victim = _streaming(proc, out)[1]
+    victim.send_signal(signal.SIGKILL)
+    _stdout, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err[-2000:]
+    cell = load_result(out).cells[0]
+    assert cell.mode == "sustained" and [r.index for r in cell.requests] == [0, 1, 2, 3]
+    # The killed worker's two streams fail; the other's two run to the window's end and are cut.
+    failed = [r for r in cell.requests if not r.ok]
+    assert len(failed) == 2
+    assert all(
+        r.error == f"client_worker: worker 1: pid {victim.pid} killed by SIGKILL" for r in failed
+    )
+    assert sum(r.cut_at_window for r in cell.requests) == 2
 
 
 @pytest.mark.parametrize("n", ["0", "-1"])
