@@ -17,7 +17,9 @@ import pytest
 from rigbook.bench.journal import journal_path
 from rigbook.bench.progress import ceiling_line
 from rigbook.bench.result import BenchResult, load_result
+from rigbook.bench.worker_protocol import check_clock
 from rigbook.bench.workers import STREAMS_PER_WORKER, cell_workers, split
+from rigbook.errors import InternalError
 from tests.bench.helpers import bench, start_synthetic, within
 
 RATE = 100.0  # tok/s per request, one token per event, no slow-down with concurrency
@@ -77,6 +79,14 @@ def test_the_default_is_one_process_until_one_could_be_the_limit():
     # Asked for: that many, never more than there are streams.
     assert cell_workers(64, 3, cpus=1) == 3 and cell_workers(2, 4, cpus=8) == 2
     assert split(5, 2) == [3, 2] and split(4, 3) == [2, 1, 1]
+
+
+def test_a_perf_counter_that_is_not_clock_monotonic_fails_loudly(monkeypatch):
+    assert check_clock() <= time.clock_gettime(time.CLOCK_MONOTONIC)  # Linux: one clock
+    real = time.clock_gettime
+    monkeypatch.setattr(time, "clock_gettime", lambda clock: real(clock) + 3600.0)
+    with pytest.raises(InternalError, match="is not CLOCK_MONOTONIC"):
+        check_clock()
 
 
 def test_the_ceiling_is_the_cheapest_cells_and_n_times_it_with_workers():
