@@ -46,6 +46,13 @@ class RequestBodies:
     def __len__(self) -> int:
         return len(self._payloads)
 
+    def for_worker(self, worker: int) -> RequestBodies:
+        """A copy for worker process ``worker``: its unique prompts carry a tag of their own, so
+        no two processes make the same one."""
+        other = copy.copy(self)
+        other._tag, other._made = f"{self._tag}w{worker}", 0
+        return other
+
     def body(self, i: int) -> bytes:
         """The body of request ``i`` (prompt ``i mod prompts``)."""
         if self._fixed is not None:

@@ -47,6 +47,11 @@ class MeasureRequest(BaseModel):
     )
     warmup: int | None = Field(default=None, ge=0)
     stall_timeout_s: float | None = Field(default=None, gt=0)
+    workers: int | None = Field(
+        default=None,
+        description="Processes a cell's streams run in; default: one per 256 streams, at most "
+        "the usable CPUs (rigbook.bench.workers). 1 keeps every stream in this process.",
+    )
     recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
     out: Path | None = Field(
         default=None, description="Result file; default RIGBOOK_HOME/results/bench-<time>.json."
@@ -207,6 +212,12 @@ async def measure_async(
         )
     if request.concurrency is not None:
         check_levels(request.concurrency)
+    if request.workers is not None and request.workers < 1:
+        raise InputError(
+            "E_INPUT",
+            f"workers {request.workers} is not a positive number of processes",
+            "Write e.g. --workers 2, or leave it out for what the concurrency needs.",
+        )
     url = base_url(request.url)
     target = request.out or default_out()
     spec = BenchSpec(
@@ -219,6 +230,7 @@ async def measure_async(
         duration_s=request.duration_s,
         warmup=request.warmup,
         stall_timeout_s=request.stall_timeout_s,
+        workers=request.workers,
         recipe_slug=request.recipe,
         out=target,
         **_recipe_facts(request.recipe),

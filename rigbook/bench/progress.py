@@ -17,6 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from rigbook.bench.result import BenchResult
+from rigbook.bench.workers import ceiling
 
 _err = Console(stderr=True)
 
@@ -164,11 +165,28 @@ def status_legend(result: BenchResult) -> list[str]:
     return [f"{word}: {STATUS_LEGEND[word]}" for word in shown]
 
 
+def ceiling_line(result: BenchResult) -> str | None:
+    """The client's ceiling of one process and of the worker processes the run used."""
+    top = ceiling(result.cells)
+    if top is None:
+        return None
+    line = (
+        f"client ceiling: one process {top.one_process_tok_s:,.0f} tok/s (10⁶ ÷ "
+        f"{top.cpu_us_per_token:.1f} µs CPU per token at concurrency {top.concurrency})"
+    )
+    if top.workers > 1:
+        line += f"; {top.workers} worker processes {top.workers_tok_s:,.0f} tok/s"
+    return line
+
+
 def render_result(result: BenchResult, path: Path) -> None:
     """The final table, the warnings and the path, on stderr; the path alone on stdout."""
     _err.print(result_table(result))
     for line in status_legend(result):
         _err.print(line, highlight=False)
+    client = ceiling_line(result)
+    if client:
+        _err.print(client, highlight=False)
     for w in result.warnings:
         _err.print(
             f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False

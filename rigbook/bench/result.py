@@ -99,6 +99,27 @@ class RequestRecord(Model):
     )
 
 
+class WorkerLoad(Model):
+    """One worker process's share of a cell streamed by several (``rigbook bench --workers N``)."""
+
+    worker: int = Field(description="The worker's number in the run's pool, from 0.")
+    pid: int | None = None
+    streams: int = Field(description="Streams (lanes) it kept in flight.")
+    requests: int = Field(default=0, description="Requests of the cell it sent that ended.")
+    tokens: int = Field(default=0, description="Tokens of its completed (or window-cut) requests.")
+    cpu_s: float | None = Field(
+        default=None, description="Its CPU time (user + system) in the cell."
+    )
+    cpu_fraction: float | None = Field(default=None, description="cpu_s / its wall time.")
+    cpu_us_per_token: float | None = Field(
+        default=None, description="Its CPU µs per token: 10⁶ ÷ this is one process's ceiling."
+    )
+    stall_worst_bound_ms: float | None = None
+    died: str | None = Field(
+        default=None, description="Why it ended before reporting (its in-flight requests failed)."
+    )
+
+
 class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
@@ -132,9 +153,26 @@ class ClientLoad(Model):
     cpu_fraction: float = Field(
         description="cpu_s / wall_s: near 1.0 means the client saturated one core."
     )
-    cpu_us_per_token: float | None = None
+    cpu_us_per_token: float | None = Field(
+        default=None,
+        description="cpu_s over all processes per token: the cost of a token in one process.",
+    )
     client_bound: bool
     reason: str | None = None
+    workers: int | None = Field(
+        default=None,
+        description="Processes the streams ran in; null: the bench process itself. With several, "
+        "cpu_s is their sum, cpu_fraction the busiest one's, the stall and lag figures the worst "
+        "any had.",
+    )
+    per_worker: list[WorkerLoad] = Field(
+        default_factory=list, description="Each worker process's figures, when workers is set."
+    )
+    parent_cpu_s: float | None = Field(
+        default=None,
+        description="With workers: CPU the bench process itself spent in the cell (receiving and "
+        "recording requests, journal thread included); not in cpu_s.",
+    )
 
 
 class GpuCellTelemetry(Model):
@@ -364,6 +402,9 @@ LATER_FIELDS = frozenset(
         "users_at_slo_lower_bound",
         "slo_binding",
         "quality",
+        "workers",
+        "per_worker",
+        "parent_cpu_s",
     }
 )
 

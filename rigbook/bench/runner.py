@@ -43,6 +43,7 @@ from rigbook.bench.scheduler import (
     until_done_or_stopped,
 )
 from rigbook.bench.telemetry import Sampler
+from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
@@ -65,6 +66,7 @@ class BenchSpec(BaseModel):
     duration_s: float | None = None
     warmup: int | None = None
     stall_timeout_s: float | None = None
+    workers: int | None = None
     recipe_slug: str | None = None
     recipe_revision: int | None = None
     recipe_engine: str | None = None
@@ -201,6 +203,9 @@ async def _run(
         url=spec.url,
     )
 
+    # Worker processes only when some cell needs more than this one (rigbook.bench.workers).
+    size = max(cell_workers(c, spec.workers) for c in levels)
+    pool = WorkerPool(size, url=spec.url, bodies=bodies, stall_s=stall) if size > 1 else None
     sampler.start()
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
@@ -212,6 +217,8 @@ async def _run(
         # A warmup that never succeeded measures nothing: the result keeps its failures and the
         # verdict (rigbook.bench.measure) names the fault.
         if not warmup or any(r.ok for r in warmup):
+            if pool is not None:
+                await pool.start()
             # Everything alive now lives for the whole run: keep the collector from walking it.
             gc.collect()
             gc.freeze()
@@ -219,7 +226,7 @@ async def _run(
                 if stop.is_set():
                     break
                 cell = await _measure_cell(
-                    index, conc, spec, plan, sampler, journal, stop, progress
+                    index, conc, spec, plan, sampler, journal, stop, progress, pool
                 )
                 cells.append(cell)
                 if cell.client_bound and cell.client:
@@ -233,6 +240,8 @@ async def _run(
                         f"{cell.server.client_tokens}"
                     )
     finally:
+        if pool is not None:
+            pool.close()
         gc.unfreeze()
         sampler.stop()
     cut = stop.is_set()
@@ -296,12 +305,15 @@ class CellPlan:
         index: int,
         t0: float,
         window: tuple[float, float] | None = None,
+        prompt_index: int | None = None,
     ) -> RequestRecord:
+        """Request ``index``'s record; its prompt is ``index mod prompts`` unless said otherwise
+        (worker processes number sustained requests after they were sent)."""
         return to_record(
             raw,
             cell=cell,
             index=index,
-            prompt_index=index % len(self.bodies),
+            prompt_index=index % len(self.bodies) if prompt_index is None else prompt_index,
             t0=t0,
             max_tokens=self.max_tokens,
             hold_length=self.hold_length,
@@ -340,8 +352,10 @@ async def _measure_cell(
     journal: Journal,
     stop: asyncio.Event,
     progress: Progress | None,
+    pool: WorkerPool | None = None,
 ) -> Cell:
     p, mode = spec.profile, plan.mode
+    workers = cell_workers(conc, spec.workers) if pool is not None else 1
     requests = max(spec.requests or p.requests_per_level, conc) if mode == "burst" else None
     duration = (spec.duration_s or p.duration_s) if mode == "sustained" else None
     journal.write(
@@ -357,25 +371,26 @@ async def _measure_cell(
             "cell", {"index": index, "concurrency": conc, "total": requests, "duration_s": duration}
         )
     records: list[RequestRecord] = []
-    raws: list[tuple[int, RawRequest]] = []
+    # (index, raw, prompt index or None for index mod prompts)
+    raws: list[tuple[int, RawRequest, int | None]] = []
     reads = ReadWatch()
     send = plan.sender(reads)
     monitor = ClientMonitor(reads)
     t0 = time.perf_counter()
 
-    pending: deque[tuple[int, RawRequest]] = deque()
+    pending: deque[tuple[int, RawRequest, int | None]] = deque()
     wake = asyncio.Event()
 
-    def on_done(i: int, raw: RawRequest) -> None:
+    def on_done(i: int, raw: RawRequest, prompt: int | None = None) -> None:
         # Burst records are final once built; sustained ones wait for the window to be known.
         if mode == "sustained":
-            raws.append((i, raw))
+            raws.append((i, raw, prompt))
             return
-        pending.append((i, raw))
+        pending.append((i, raw, prompt))
         wake.set()
 
-    def finish(i: int, raw: RawRequest) -> None:
-        rec = plan.record(raw, cell=index, index=i, t0=t0)
+    def finish(i: int, raw: RawRequest, prompt: int | None) -> None:
+        rec = plan.record(raw, cell=index, index=i, t0=t0, prompt_index=prompt)
         records.append(rec)
         journal.write("request", record=rec)
         if progress:
@@ -395,37 +410,54 @@ async def _measure_cell(
                     await asyncio.sleep(0)
                     began = time.perf_counter()
 
-    window = None
+    # (start, end) of a sustained window on the perf clock
+    edges: tuple[float, float] | None = None
+    shared: WorkerCell | None = None
     counted = await server_metrics.read(plan.metrics, plan.url)
     sampler.begin()
-    monitor.start()
-    if requests is not None:
-        recorder = asyncio.create_task(record_pending())
-        try:
-            await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
-        finally:
-            recorder.cancel()
-            await asyncio.gather(recorder, return_exceptions=True)
-            while pending:  # every stream has ended: nothing left to stall
-                finish(*pending.popleft())
-    elif duration is not None:
-        w0, w1 = await run_sustained(
-            send, on_done, concurrency=conc, duration_s=duration, stop=stop
-        )
-        window = (w0 - t0, w1 - t0)
+    recorder = asyncio.create_task(record_pending())
+    try:
+        if pool is not None and workers > 1:
+            shared = await pool.run_cell(
+                mode=mode,
+                workers=workers,
+                concurrency=conc,
+                requests=requests,
+                duration_s=duration,
+                stop=stop,
+                on_done=on_done,
+            )
+            edges = shared.window
+        else:
+            monitor.start()
+            if requests is not None:
+                await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
+            elif duration is not None:
+                edges = await run_sustained(
+                    send, on_done, concurrency=conc, duration_s=duration, stop=stop
+                )
+    finally:
+        recorder.cancel()
+        await asyncio.gather(recorder, return_exceptions=True)
+        while pending:  # every stream has ended: nothing left to stall
+            finish(*pending.popleft())
+    window = (edges[0] - t0, edges[1] - t0) if edges is not None else None
     # Energy and client load are read as the streams end, before the records are built, so
     # neither counts work that happens outside the token window.
     telemetry = sampler.end()
-    load = await monitor.stop()
+    load = await monitor.stop() if shared is None else None
     # Engines update their counters as a response returns; every stream has ended by now.
     counted_after = await server_metrics.read(plan.metrics, plan.url) if counted else None
-    for i, raw in raws:
-        rec = plan.record(raw, cell=index, index=i, t0=t0, window=(w0, w1))
+    for i, raw, prompt_index in raws:
+        rec = plan.record(raw, cell=index, index=i, t0=t0, window=edges, prompt_index=prompt_index)
         records.append(rec)
         journal.write("request", record=rec)
         if progress:
             progress("request", {"record": rec})
     records.sort(key=lambda r: r.index)
+    if shared is not None:
+        load = merge_loads(shared, records)
+    assert load is not None, "the cell's own monitor or its workers measured the client"
     client = judge_client(load, records)
     prompt = [r.prompt_tokens for r in records if r.prompt_tokens is not None]
     server = server_metrics.compare(

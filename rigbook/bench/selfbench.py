@@ -4,8 +4,9 @@ Runs the synthetic server as its own process, one token per event (the worst
 case: one SSE event per token), at several concurrency levels. Prints, per level,
 the streamed rate, the worst per-request and the aggregate error against the
 server's own record, the client's CPU time per token, its worst stall against the
-stall limit, then the ceiling of one client process (1e6 / µs per token) and the
-highest rate the client ingested within 1% without being flagged client_bound.
+stall limit, then the ceiling of one client process (1e6 / µs per token), that of the
+worker processes the levels used (``--workers N``: N times it), and the highest rate the client
+ingested within 1% without being flagged client_bound.
 The machine's load average is printed before and after: on a shared machine the
 figures move with it.
 """
@@ -61,7 +62,7 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
     raise RuntimeError("synthetic server did not start")
 
 
-def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
+def _level(url: str, conc: int, tokens: int, out: Path, workers: int | None) -> dict:
     httpx.post(url + "/_reset")
     request = MeasureRequest(
         url=url,
@@ -72,6 +73,7 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
         warmup=0,
         out=out,
         telemetry=False,
+        workers=workers,
     )
     result = measure(request).result
     cell = result.cells[0]
@@ -91,12 +93,19 @@ def _level(url: str, conc: int, tokens: int, out: Path) -> dict:
     assert load is not None, "run_bench measures every cell's client load"
     return {
         "concurrency": conc,
+        "workers": load.workers or 1,
         "server_aggregate": server_agg,
         "client_aggregate": cell.metrics.aggregate_tok_s,
         "server_per_request_median": statistics.median(server_rates),
         "per_request_err": per_req_err,
         "aggregate_err": agg_err,
         "cpu_us_per_token": load.cpu_us_per_token,
+        # With workers, what the bench process spent receiving and recording, per token.
+        "parent_us_per_token": (
+            load.parent_cpu_s * load.cpu_us_per_token / load.cpu_s
+            if load.parent_cpu_s is not None and load.cpu_us_per_token and load.cpu_s
+            else None
+        ),
         "cpu_fraction": load.cpu_fraction,
         "stall_ms": load.stall_worst_bound_ms,
         "stall_limit_ms": load.stall_limit_ms,
@@ -129,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--levels", default="1,4,16,64,256", help="concurrency levels")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="client processes per level (default: rigbook bench's, one per 256 streams)",
+    )
     args = ap.parse_args(argv)
     port = args.port or _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -139,11 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for conc in (int(x) for x in args.levels.split(",")):
-                row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json")
+                row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json", args.workers)
                 rows.append(row)
+                parent = row["parent_us_per_token"]
                 console.print(
                     f"concurrency {conc}: server {row['server_aggregate']:.0f} tok/s, "
-                    f"{row['cpu_us_per_token']:.1f} µs/token, aggregate err {row['aggregate_err']:.3%}"
+                    f"{row['cpu_us_per_token']:.1f} µs/token"
+                    + (f" (+ {parent:.1f} in the parent)" if parent is not None else "")
+                    + f", aggregate err {row['aggregate_err']:.3%}"
                 )
     finally:
         server.terminate()
@@ -156,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for col in (
         "C",
+        "W",
         "server\ntok/s",
         "client\ntok/s",
         "per-req\nerr",
@@ -171,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         table.add_row(
             str(r["concurrency"]),
+            str(r["workers"]),
             f"{r['server_aggregate']:.0f}",
             f"{r['client_aggregate']:.0f}",
             f"{r['per_request_err']:.3%}",
@@ -186,10 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"machine load after: {_load()}")
     cheapest = min(rows, key=lambda r: r["cpu_us_per_token"])
     # One core spends 1e6 µs a second: at this cost per token it could take in no more than this.
+    one = 1e6 / cheapest["cpu_us_per_token"]
     print(
-        f"ceiling of one client process: {1e6 / cheapest['cpu_us_per_token']:.0f} tok/s "
+        f"ceiling of one client process: {one:.0f} tok/s "
         f"(1e6 / {cheapest['cpu_us_per_token']:.1f} µs per token, at concurrency {cheapest['concurrency']})"
     )
+    # N processes on N free CPUs: N times one, each at the cost per token measured.
+    n = max(r["workers"] for r in rows)
+    print(f"ceiling of {n} client process{'es' if n > 1 else ''}: {n * one:.0f} tok/s")
     good = [r for r in rows if r["ok"]]
     best = max(good, key=lambda r: r["server_aggregate"]) if good else None
     if best:

@@ -87,6 +87,12 @@ def register(app: typer.Typer) -> None:
             min=0.1,
             help="Seconds of silence that fail a request.",
         ),
+        workers: int = typer.Option(
+            None,
+            "--workers",
+            help="Processes each cell's streams run in (default: one per 256 streams, at most "
+            "the usable CPUs; 1: all in this process).",
+        ),
         recipe: str = typer.Option(
             None,
             "--recipe",
@@ -103,6 +109,7 @@ def register(app: typer.Typer) -> None:
         with handled(as_json):
             from rigbook.bench.measure import MeasureRequest, measure
             from rigbook.bench.progress import LiveProgress, render_result
+            from rigbook.bench.workers import ceiling
 
             request = MeasureRequest(
                 url=url,
@@ -114,6 +121,7 @@ def register(app: typer.Typer) -> None:
                 duration_s=duration,
                 warmup=warmup,
                 stall_timeout_s=stall_timeout,
+                workers=workers,
                 recipe=recipe,
                 out=out,
             )
@@ -121,6 +129,7 @@ def register(app: typer.Typer) -> None:
             with live, _stop_on_signals() as stop:
                 done = measure(request, stop, progress=live.update)
             result = done.result
+            top = ceiling(result.cells)
             summary = {
                 "result": str(done.result_path),
                 "journal": str(done.journal_path),
@@ -128,6 +137,7 @@ def register(app: typer.Typer) -> None:
                 "warnings": result.warnings,
                 "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
                 "perf_points": [p.model_dump(mode="json") for p in result.perf_points],
+                "client_ceiling": top.model_dump(mode="json") if top else None,
             }
             if done.verdict:
                 summary["error"] = done.verdict.error().to_dict()
