@@ -208,6 +208,13 @@ def build_cell(
         reasons.append("cut short: the run was stopped during this cell")
     if mode == "burst" and not done and not cut_short and not failed:
         reasons.append("no request completed")
+    if mode == "burst" and requests_planned and not cut_short and len(records) < requests_planned:
+        # A request that never ran leaves no failure behind: without this the cell would look
+        # whole with fewer requests than it planned.
+        reasons.append(
+            f"{requests_planned - len(records)} of {requests_planned} planned requests never ran "
+            "(the client lost them)"
+        )
     if mode == "burst":
         tokens = sum(r.output_tokens for r in done)
         ends = [r.last_token_s for r in done if r.last_token_s is not None]

@@ -326,3 +326,39 @@ def _failed_warmup_result(tmp_path, errors: list[str]):
         cond, [], RunTelemetry(available=False), warnings=[], journal=None, warmup=warmup
     )
     return save_result(result, tmp_path / "r.json")
+
+
+def test_a_request_the_client_lost_makes_the_cell_invalid(url, tmp_path, monkeypatch):
+    """A lane that dies (here on a bug at its second request) leaves no failed request behind;
+    the cell must still not look whole with fewer requests than it planned."""
+    from rigbook.bench.runner import CellPlan
+
+    real = CellPlan.sender
+
+    def sender(self, reads=None):
+        send = real(self, reads)
+
+        async def broken(i, raw):
+            if i == 1:
+                raise RuntimeError("a bug in the client")
+            await send(i, raw)
+
+        return broken
+
+    monkeypatch.setattr(CellPlan, "sender", sender)
+    request = MeasureRequest(
+        url=url,
+        model="synthetic",
+        concurrency=[1],
+        requests=3,
+        max_tokens=8,
+        warmup=0,
+        out=tmp_path / "r.json",
+        telemetry=False,
+    )
+    done = measure(request)
+    cell = done.result.cells[0]
+    assert [r.index for r in cell.requests] == [0]
+    assert not cell.valid and "2 of 3 planned requests never ran" in cell.invalid_reasons[0]
+    assert done.verdict is not None and done.verdict.code == "E_BENCH_INVALID"
+    assert done.result.perf_points == []
