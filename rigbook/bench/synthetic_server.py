@@ -1,8 +1,9 @@
 """A synthetic OpenAI-compatible streaming server whose timing is known and recorded by itself.
 
 Plain asyncio HTTP/1.1 on loopback (one response per connection, closed after
-it), so the bench client is checked against real sockets. Each model id is a
-scenario:
+it), so the bench client is checked against real sockets. A chat request's content may be
+a string or a list of parts, its length ``max_tokens`` or ``max_completion_tokens``; a
+request it cannot read is answered 400. Each model id is a scenario:
 
 - ``synthetic``: usage on every chunk (continuous), several tokens per chunk
 - ``synthetic-final`` / ``synthetic-nousage``: usage only at the end / never
@@ -39,6 +40,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from rigbook.bench.synthetic_curves import Curve
 
@@ -192,6 +194,36 @@ class Served:
         }
 
 
+class ChatRequest(NamedTuple):
+    """What the server reads from a chat completion request."""
+
+    model: str
+    stream: bool
+    max_tokens: int
+    prompt_tokens: int  # words of the prompt
+
+    @classmethod
+    def parse(cls, body: bytes) -> ChatRequest:
+        """Read a request body; raises ValueError, TypeError or AttributeError on one it cannot read.
+
+        A message's content is a string or a list of parts (``[{"type": "text", "text": …}]``), and
+        the length is ``max_tokens`` or its newer name ``max_completion_tokens``: GuideLLM sends
+        the second form of both.
+        """
+        req = json.loads(body or b"{}")
+        words = 0
+        for message in req.get("messages", []):
+            content = message.get("content") or ""
+            texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+            words += sum(len(t.split()) for t in texts)
+        return cls(
+            model=req.get("model", "synthetic"),
+            stream=bool(req.get("stream")),
+            max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 16),
+            prompt_tokens=words,
+        )
+
+
 class SyntheticServer:
     """The server. Tests and selfbench run it as its own process (``python -m``) so it never shares
     the client's interpreter lock and the client's timestamps are its own."""
@@ -261,7 +293,15 @@ class SyntheticServer:
                 self._seq.clear()
                 await self._json(writer, {"reset": True})
             elif method == "POST" and path == "/v1/chat/completions":
-                await self._chat(writer, json.loads(body or b"{}"), arrival)
+                try:
+                    chat = ChatRequest.parse(body)
+                except (ValueError, TypeError, AttributeError) as exc:
+                    # Answered, not dropped: a closed connection tells the client nothing.
+                    await self._json(
+                        writer, {"error": {"message": f"bad request: {exc}"}}, status=400
+                    )
+                else:
+                    await self._chat(writer, chat, arrival)
             else:
                 await self._json(
                     writer,
@@ -291,9 +331,9 @@ class SyntheticServer:
             return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
-    async def _chat(self, writer: asyncio.StreamWriter, req: dict, arrival: float) -> None:
+    async def _chat(self, writer: asyncio.StreamWriter, chat: ChatRequest, arrival: float) -> None:
         cfg = self.config
-        model = req.get("model", "synthetic")
+        model = chat.model
         if model not in SCENARIOS:
             await self._json(
                 writer, {"error": {"message": f"model {model!r} not found"}}, status=404
@@ -306,12 +346,11 @@ class SyntheticServer:
             if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1
             else None
         )
-        prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
         served = Served(
             seq=seq,
             model=model,
             arrival=arrival,
-            prompt_tokens=len(prompt.split()),
+            prompt_tokens=chat.prompt_tokens,
             fault=fault,
         )
         curve = cfg.curve
@@ -321,9 +360,8 @@ class SyntheticServer:
         factor = curve.factor(self._factors) if curve and self._factors is not None else 1.0
         if self.keep_record:
             self.record.append(served)
-        max_tokens = int(req.get("max_tokens") or 16)
-        total = max_tokens // 2 if fault == "early-eos" else max_tokens
-        if not req.get("stream"):
+        total = chat.max_tokens // 2 if fault == "early-eos" else chat.max_tokens
+        if not chat.stream:
             # A plain (non-streamed) completion, as some clients send to warm up: the same timing,
             # one JSON answer at the end.
             await asyncio.sleep(cfg.ttft_s + total / self._rate())
