@@ -65,7 +65,8 @@ class Run:
         )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now."""
     import socket
 
     with socket.socket() as s:
@@ -73,26 +74,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(rate: float) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+def start_server(*options: str) -> tuple[subprocess.Popen, str]:
+    """The synthetic server as its own process with these options; returns it and its URL."""
+    port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook.bench.synthetic_server",
-            "--port",
-            str(port),
-            "--rate",
-            str(rate),
-            "--falloff",
-            "0",
-            "--tokens-per-chunk",
-            "1",
-            "--ttft-s",
-            "0.03",
-        ],
+        [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *options],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
+        # Quiet: uvloop reports each write to a stream the client has closed as a traceback.
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
@@ -278,7 +267,9 @@ def measure_point(
     startup_cpu: dict[str, float],
 ) -> Run:
     run = Run(tool=tool, rate=rate, streams=streams)
-    server, url = start_server(rate)
+    server, url = start_server(
+        "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    )
     try:
         httpx.post(url + "/_reset")
         g0 = generated(url)

@@ -16,7 +16,8 @@ The per-request rate falls as concurrency rises: ``rate / (1 + falloffÂ·(activeâ
 a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
 ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
-metrics the client reports. ``GET /metrics`` gives Prometheus counters named as vLLM names
+metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
+carried them, summed over all processes (``benchmarks/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
 them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
@@ -109,17 +110,24 @@ TTFT_BUCKETS_S = (
 
 
 class Counters:
-    """What /metrics reports, in shared memory so that every process of one server adds to it:
-    [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts...]."""
+    """What /metrics and /_sent report, in shared memory so that every process of one server adds
+    to it: [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts..., writes]."""
 
     def __init__(self, shared=None) -> None:
         self.values = (
-            shared if shared is not None else multiprocessing.Array("d", 4 + len(TTFT_BUCKETS_S))
+            shared if shared is not None else multiprocessing.Array("d", 5 + len(TTFT_BUCKETS_S))
         )
 
     def add_tokens(self, n: int) -> None:
+        """Count one write to a stream that carried ``n`` tokens."""
         with self.values.get_lock():
             self.values[0] += n
+            self.values[-1] += 1
+
+    def sent(self) -> dict[str, float]:
+        """Tokens and stream writes so far, over every process of the server."""
+        with self.values.get_lock():
+            return {"tokens": self.values[0], "writes": self.values[-1]}
 
     def add_request(self, prompt_tokens: int, ttft_s: float) -> None:
         with self.values.get_lock():
@@ -279,6 +287,8 @@ class SyntheticServer:
                         "requests": [s.to_dict() for s in self.record],
                     },
                 )
+            elif method == "GET" and path == "/_sent":
+                await self._json(writer, self.counters.sent())
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
