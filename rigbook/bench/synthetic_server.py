@@ -23,9 +23,10 @@ them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
-event of a reply is rendered once and cached as bytes, events that fall due together
-go out in one write, and ``--processes N`` serves one port from N processes
-(SO_REUSEPORT) whose counters are summed in shared memory.
+event of a reply is rendered once and cached as bytes, one timer per process sends the
+events that fall due on all streams (:mod:`rigbook.bench.synthetic_pacer`), events of one
+stream that fall due together go out in one write, and ``--processes N`` serves one port
+from N processes (SO_REUSEPORT) whose counters are summed in shared memory.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from rigbook.bench.synthetic_curves import Curve
+from rigbook.bench.synthetic_pacer import Pacer, Stream
 
 SCENARIOS = (
     "synthetic",
@@ -118,11 +120,11 @@ class Counters:
             shared if shared is not None else multiprocessing.Array("d", 5 + len(TTFT_BUCKETS_S))
         )
 
-    def add_tokens(self, n: int) -> None:
-        """Count one write to a stream that carried ``n`` tokens."""
+    def add_tokens(self, n: int, writes: int = 1) -> None:
+        """Count ``writes`` writes to streams that carried ``n`` tokens in all."""
         with self.values.get_lock():
             self.values[0] += n
-            self.values[-1] += 1
+            self.values[-1] += writes
 
     def sent(self) -> dict[str, float]:
         """Tokens and stream writes so far, over every process of the server."""
@@ -250,6 +252,7 @@ class SyntheticServer:
         self._seq: dict[str, int] = {}
         self.port: int | None = None
         self._factors = self.config.curve.factors() if self.config.curve else None
+        self._pacer = Pacer(self._rate, self.counters)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
         server = await asyncio.start_server(
@@ -415,38 +418,22 @@ class SyntheticServer:
             b"Connection: close\r\n\r\n"
         )
         self.active += 1
-        sent = 0
         try:
             await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
-            k, due, perf = 0, time.perf_counter(), time.perf_counter
-            counts, n_chunks = events.counts, len(events.chunks)
-            while k < n_chunks:
-                if midway and sent >= total // 2:
-                    await self._fault(writer, fault)
-                    return
-                # Every event already due goes out in one write: a server that fell behind
-                # catches up in one system call instead of one per event.
-                now = perf()
-                j = k
-                while (
-                    j < n_chunks and (j == k or due <= now) and not (midway and sent >= total // 2)
-                ):
-                    due += counts[j] / (self._rate() * factor)
-                    sent += counts[j]
-                    j += 1
-                writer.write(b"".join(events.chunks[k:j]) if j > k + 1 else events.chunks[k])
-                await writer.drain()
-                now = perf()
-                for i in range(k, j):
-                    served.times.append(now)
-                    served.counts.append(counts[i])
-                self.counters.add_tokens(sum(counts[k:j]))
-                if k == 0:
-                    self.counters.add_request(served.prompt_tokens, now - arrival)
-                k = j
-                delay = due - perf()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+            stream = Stream(
+                writer.transport,
+                events.chunks,
+                events.counts,
+                served,
+                factor,
+                total // 2 if midway else total,
+            )
+            await self._pacer.run(stream, writer)
+            if stream.gone:
+                return
+            if midway:
+                await self._fault(writer, fault)
+                return
             writer.write(events.tail)
             await writer.drain()
             served.completed = True
