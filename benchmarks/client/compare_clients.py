@@ -191,10 +191,22 @@ def guidellm_cmd(
 
 
 def guidellm_read(out: Path) -> tuple[float | None, str]:
+    """GuideLLM's aggregate output rate and its flags.
+
+    ``metrics.output_tokens_per_second.successful.mean`` is GuideLLM's duration-weighted mean of
+    its output-token rate over the benchmark's measured window: the successful requests' output
+    tokens ÷ (``end_time`` − ``start_time``), an aggregate over all streams. The flags are the
+    codes of its own ``warnings`` and the counts of errored and incomplete requests.
+    """
     bench = json.loads(out.read_text())["benchmarks"][0]
     rate = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
-    errored = len(bench["requests"]["errored"])
-    return (rate or None), f"{errored} errored" if errored else ""
+    flags = sorted({w["code"] for w in bench.get("warnings") or []})
+    flags += [
+        f"{len(bench['requests'][status])} {status}"
+        for status in ("errored", "incomplete")
+        if bench["requests"][status]
+    ]
+    return (rate or None), ", ".join(flags)
 
 
 # llama-benchy reads its prose corpus from a URL, cached under ~/.cache/llama-benchy by the URL's
