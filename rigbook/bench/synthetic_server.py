@@ -429,7 +429,7 @@ class SyntheticServer:
                 total // 2 if midway else total,
             )
             await self._pacer.run(stream, writer)
-            if stream.gone:
+            if stream.gone or writer.transport.is_closing():  # the client hung up
                 return
             if midway:
                 await self._fault(writer, fault)
@@ -527,6 +527,9 @@ def _events(
 def _serve_forever(
     config: Config, port: int, counters: Counters, keep_record: bool, reuse: bool
 ) -> None:
+    # A worker of --processes N inherits the parent's SIGTERM handler, whose SystemExit, raised
+    # anywhere in the event loop, could leave the worker hung; terminate() is to end it at once.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     server = SyntheticServer(config, counters, keep_record=keep_record)
 
     async def run() -> None:
