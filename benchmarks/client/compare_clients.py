@@ -80,9 +80,8 @@ def start_server(*options: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *options],
         cwd=REPO,
+        # Its stderr is left open: a traceback there is how a request it could not serve shows.
         stdout=subprocess.DEVNULL,
-        # Quiet: uvloop reports each write to a stream the client has closed as a traceback.
-        stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     url = f"http://127.0.0.1:{port}"
