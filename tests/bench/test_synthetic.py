@@ -210,3 +210,14 @@ def test_a_request_it_cannot_read_is_answered_400_not_dropped(server):
     reply = httpx.post(url + "/v1/chat/completions", content=b"{not json")
     assert reply.status_code == 400 and "error" in reply.json()
     assert record(url) == []
+
+
+def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):
+    _s, url = server
+    before = httpx.get(url + "/_sent").json()
+    body = {"model": "synthetic", "stream": True, "max_tokens": 30, "messages": []}
+    assert httpx.post(url + "/v1/chat/completions", json=body).status_code == 200
+    after = httpx.get(url + "/_sent").json()
+    assert after["tokens"] - before["tokens"] == 30
+    # Three tokens an event, ten events; events that fall due together share one write.
+    assert 1 <= after["writes"] - before["writes"] <= 10
