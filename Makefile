@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-server bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,11 @@ lint: $(STAMP_TEST)
 
 bench-client: setup-test
 	$(BIN)/python -m rigbook.bench.selfbench
+
+# The synthetic server's own ceiling: tok/s it emits at 1, 4 and 16 tokens per event, from 1 and 2
+# processes, read by raw-socket reader processes.
+bench-server: setup-test
+	$(BIN)/python benchmarks/client/server_ceiling.py
 
 # rigbook beside GuideLLM and llama-benchy (pinned, in a throwaway venv) on one synthetic server;
 # TOKENIZER is a local tokenizer folder the peers build their prompts with.

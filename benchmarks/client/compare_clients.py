@@ -65,7 +65,8 @@ class Run:
         )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now."""
     import socket
 
     with socket.socket() as s:
@@ -73,27 +74,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(rate: float) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+def start_server(*options: str) -> tuple[subprocess.Popen, str]:
+    """The synthetic server as its own process with these options; returns it and its URL."""
+    port = free_port()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook.bench.synthetic_server",
-            "--port",
-            str(port),
-            "--rate",
-            str(rate),
-            "--falloff",
-            "0",
-            "--tokens-per-chunk",
-            "1",
-            "--ttft-s",
-            "0.03",
-        ],
+        [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *options],
         cwd=REPO,
+        # Its stderr is left open: a traceback there is how a request it could not serve shows.
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     url = f"http://127.0.0.1:{port}"
@@ -202,10 +190,22 @@ def guidellm_cmd(
 
 
 def guidellm_read(out: Path) -> tuple[float | None, str]:
+    """GuideLLM's aggregate output rate and its flags.
+
+    ``metrics.output_tokens_per_second.successful.mean`` is GuideLLM's duration-weighted mean of
+    its output-token rate over the benchmark's measured window: the successful requests' output
+    tokens ÷ (``end_time`` − ``start_time``), an aggregate over all streams. The flags are the
+    codes of its own ``warnings`` and the counts of errored and incomplete requests.
+    """
     bench = json.loads(out.read_text())["benchmarks"][0]
     rate = bench["metrics"]["output_tokens_per_second"]["successful"]["mean"]
-    errored = len(bench["requests"]["errored"])
-    return (rate or None), f"{errored} errored" if errored else ""
+    flags = sorted({w["code"] for w in bench.get("warnings") or []})
+    flags += [
+        f"{len(bench['requests'][status])} {status}"
+        for status in ("errored", "incomplete")
+        if bench["requests"][status]
+    ]
+    return (rate or None), ", ".join(flags)
 
 
 # llama-benchy reads its prose corpus from a URL, cached under ~/.cache/llama-benchy by the URL's
@@ -278,7 +278,9 @@ def measure_point(
     startup_cpu: dict[str, float],
 ) -> Run:
     run = Run(tool=tool, rate=rate, streams=streams)
-    server, url = start_server(rate)
+    server, url = start_server(
+        "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    )
     try:
         httpx.post(url + "/_reset")
         g0 = generated(url)

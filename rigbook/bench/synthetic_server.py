@@ -1,8 +1,9 @@
 """A synthetic OpenAI-compatible streaming server whose timing is known and recorded by itself.
 
 Plain asyncio HTTP/1.1 on loopback (one response per connection, closed after
-it), so the bench client is checked against real sockets. Each model id is a
-scenario:
+it), so the bench client is checked against real sockets. A chat request's content may be
+a string or a list of parts, its length ``max_tokens`` or ``max_completion_tokens``; a
+request it cannot read is answered 400. Each model id is a scenario:
 
 - ``synthetic``: usage on every chunk (continuous), several tokens per chunk
 - ``synthetic-final`` / ``synthetic-nousage``: usage only at the end / never
@@ -15,15 +16,17 @@ The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active�
 a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
 ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
 send time of every chunk and the tokens each carried, computed into the same
-metrics the client reports. ``GET /metrics`` gives Prometheus counters named as vLLM names
+metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
+carried them, summed over all processes (``benchmarks/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
 them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
-event of a reply is rendered once and cached as bytes, events that fall due together
-go out in one write, and ``--processes N`` serves one port from N processes
-(SO_REUSEPORT) whose counters are summed in shared memory.
+event of a reply is rendered once and cached as bytes, one timer per process sends the
+events that fall due on all streams (:mod:`rigbook.bench.synthetic_pacer`), events of one
+stream that fall due together go out in one write, and ``--processes N`` serves one port
+from N processes (SO_REUSEPORT) whose counters are summed in shared memory.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from rigbook.bench.synthetic_curves import Curve
+from rigbook.bench.synthetic_pacer import Pacer, Stream
 
 SCENARIOS = (
     "synthetic",
@@ -107,17 +112,24 @@ TTFT_BUCKETS_S = (
 
 
 class Counters:
-    """What /metrics reports, in shared memory so that every process of one server adds to it:
-    [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts...]."""
+    """What /metrics and /_sent report, in shared memory so that every process of one server adds
+    to it: [generation tokens, prompt tokens, TTFT count, TTFT sum, bucket counts..., writes]."""
 
     def __init__(self, shared=None) -> None:
         self.values = (
-            shared if shared is not None else multiprocessing.Array("d", 4 + len(TTFT_BUCKETS_S))
+            shared if shared is not None else multiprocessing.Array("d", 5 + len(TTFT_BUCKETS_S))
         )
 
-    def add_tokens(self, n: int) -> None:
+    def add_tokens(self, n: int, writes: int = 1) -> None:
+        """Count ``writes`` writes to streams that carried ``n`` tokens in all."""
         with self.values.get_lock():
             self.values[0] += n
+            self.values[-1] += writes
+
+    def sent(self) -> dict[str, float]:
+        """Tokens and stream writes so far, over every process of the server."""
+        with self.values.get_lock():
+            return {"tokens": self.values[0], "writes": self.values[-1]}
 
     def add_request(self, prompt_tokens: int, ttft_s: float) -> None:
         with self.values.get_lock():
@@ -192,6 +204,36 @@ class Served:
         }
 
 
+class ChatRequest(NamedTuple):
+    """What the server reads from a chat completion request."""
+
+    model: str
+    stream: bool
+    max_tokens: int
+    prompt_tokens: int  # words of the prompt
+
+    @classmethod
+    def parse(cls, body: bytes) -> ChatRequest:
+        """Read a request body; raises ValueError, TypeError or AttributeError on one it cannot read.
+
+        A message's content is a string or a list of parts (``[{"type": "text", "text": …}]``), and
+        the length is ``max_tokens`` or its newer name ``max_completion_tokens``: GuideLLM sends
+        the second form of both.
+        """
+        req = json.loads(body or b"{}")
+        words = 0
+        for message in req.get("messages", []):
+            content = message.get("content") or ""
+            texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+            words += sum(len(t.split()) for t in texts)
+        return cls(
+            model=req.get("model", "synthetic"),
+            stream=bool(req.get("stream")),
+            max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 16),
+            prompt_tokens=words,
+        )
+
+
 class SyntheticServer:
     """The server. Tests and selfbench run it as its own process (``python -m``) so it never shares
     the client's interpreter lock and the client's timestamps are its own."""
@@ -210,6 +252,7 @@ class SyntheticServer:
         self._seq: dict[str, int] = {}
         self.port: int | None = None
         self._factors = self.config.curve.factors() if self.config.curve else None
+        self._pacer = Pacer(self._rate, self.counters)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
         server = await asyncio.start_server(
@@ -247,6 +290,8 @@ class SyntheticServer:
                         "requests": [s.to_dict() for s in self.record],
                     },
                 )
+            elif method == "GET" and path == "/_sent":
+                await self._json(writer, self.counters.sent())
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
@@ -261,7 +306,15 @@ class SyntheticServer:
                 self._seq.clear()
                 await self._json(writer, {"reset": True})
             elif method == "POST" and path == "/v1/chat/completions":
-                await self._chat(writer, json.loads(body or b"{}"), arrival)
+                try:
+                    chat = ChatRequest.parse(body)
+                except (ValueError, TypeError, AttributeError) as exc:
+                    # Answered, not dropped: a closed connection tells the client nothing.
+                    await self._json(
+                        writer, {"error": {"message": f"bad request: {exc}"}}, status=400
+                    )
+                else:
+                    await self._chat(writer, chat, arrival)
             else:
                 await self._json(
                     writer,
@@ -291,9 +344,9 @@ class SyntheticServer:
             return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
-    async def _chat(self, writer: asyncio.StreamWriter, req: dict, arrival: float) -> None:
+    async def _chat(self, writer: asyncio.StreamWriter, chat: ChatRequest, arrival: float) -> None:
         cfg = self.config
-        model = req.get("model", "synthetic")
+        model = chat.model
         if model not in SCENARIOS:
             await self._json(
                 writer, {"error": {"message": f"model {model!r} not found"}}, status=404
@@ -306,12 +359,11 @@ class SyntheticServer:
             if model in SCENARIOS[4:] and seq % cfg.fault_every == cfg.fault_every - 1
             else None
         )
-        prompt = " ".join(m.get("content", "") for m in req.get("messages", []))
         served = Served(
             seq=seq,
             model=model,
             arrival=arrival,
-            prompt_tokens=len(prompt.split()),
+            prompt_tokens=chat.prompt_tokens,
             fault=fault,
         )
         curve = cfg.curve
@@ -321,9 +373,8 @@ class SyntheticServer:
         factor = curve.factor(self._factors) if curve and self._factors is not None else 1.0
         if self.keep_record:
             self.record.append(served)
-        max_tokens = int(req.get("max_tokens") or 16)
-        total = max_tokens // 2 if fault == "early-eos" else max_tokens
-        if not req.get("stream"):
+        total = chat.max_tokens // 2 if fault == "early-eos" else chat.max_tokens
+        if not chat.stream:
             # A plain (non-streamed) completion, as some clients send to warm up: the same timing,
             # one JSON answer at the end.
             await asyncio.sleep(cfg.ttft_s + total / self._rate())
@@ -367,38 +418,22 @@ class SyntheticServer:
             b"Connection: close\r\n\r\n"
         )
         self.active += 1
-        sent = 0
         try:
             await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
-            k, due, perf = 0, time.perf_counter(), time.perf_counter
-            counts, n_chunks = events.counts, len(events.chunks)
-            while k < n_chunks:
-                if midway and sent >= total // 2:
-                    await self._fault(writer, fault)
-                    return
-                # Every event already due goes out in one write: a server that fell behind
-                # catches up in one system call instead of one per event.
-                now = perf()
-                j = k
-                while (
-                    j < n_chunks and (j == k or due <= now) and not (midway and sent >= total // 2)
-                ):
-                    due += counts[j] / (self._rate() * factor)
-                    sent += counts[j]
-                    j += 1
-                writer.write(b"".join(events.chunks[k:j]) if j > k + 1 else events.chunks[k])
-                await writer.drain()
-                now = perf()
-                for i in range(k, j):
-                    served.times.append(now)
-                    served.counts.append(counts[i])
-                self.counters.add_tokens(sum(counts[k:j]))
-                if k == 0:
-                    self.counters.add_request(served.prompt_tokens, now - arrival)
-                k = j
-                delay = due - perf()
-                if delay > 0:
-                    await asyncio.sleep(delay)
+            stream = Stream(
+                writer.transport,
+                events.chunks,
+                events.counts,
+                served,
+                factor,
+                total // 2 if midway else total,
+            )
+            await self._pacer.run(stream, writer)
+            if stream.gone or writer.transport.is_closing():  # the client hung up
+                return
+            if midway:
+                await self._fault(writer, fault)
+                return
             writer.write(events.tail)
             await writer.drain()
             served.completed = True
@@ -492,6 +527,9 @@ def _events(
 def _serve_forever(
     config: Config, port: int, counters: Counters, keep_record: bool, reuse: bool
 ) -> None:
+    # A worker of --processes N inherits the parent's SIGTERM handler, whose SystemExit, raised
+    # anywhere in the event loop, could leave the worker hung; terminate() is to end it at once.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     server = SyntheticServer(config, counters, keep_record=keep_record)
 
     async def run() -> None:

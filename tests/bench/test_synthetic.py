@@ -180,3 +180,44 @@ def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
         assert within(c, sv, 0.02), (c, sv)
     assert 0.8 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
     assert [p.concurrency for p in result.perf_points] == ([] if cell.client_bound else [2])
+
+
+# What GuideLLM 0.8.1 sends (captured through a logging proxy): the prompt as content parts and the
+# length as max_completion_tokens. The server used to raise on the parts and close the connection
+# with no response, which httpx reports as "Server disconnected without sending a response".
+GUIDELLM_BODY = {
+    "model": "synthetic",
+    "stream": True,
+    "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    "max_completion_tokens": 20,
+    "ignore_eos": True,
+    "messages": [{"role": "user", "content": [{"type": "text", "text": "one two three"}]}],
+}
+
+
+def test_a_request_with_content_parts_and_max_completion_tokens_is_served(server):
+    _s, url = server
+    with httpx.stream("POST", url + "/v1/chat/completions", json=GUIDELLM_BODY) as reply:
+        assert reply.status_code == 200
+        events = [ln for ln in reply.iter_lines() if ln.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"
+    [served] = record(url)
+    assert served["completed"] and served["tokens"] == 20 and served["prompt_tokens"] == 3
+
+
+def test_a_request_it_cannot_read_is_answered_400_not_dropped(server):
+    _s, url = server
+    reply = httpx.post(url + "/v1/chat/completions", content=b"{not json")
+    assert reply.status_code == 400 and "error" in reply.json()
+    assert record(url) == []
+
+
+def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):
+    _s, url = server
+    before = httpx.get(url + "/_sent").json()
+    body = {"model": "synthetic", "stream": True, "max_tokens": 30, "messages": []}
+    assert httpx.post(url + "/v1/chat/completions", json=body).status_code == 200
+    after = httpx.get(url + "/_sent").json()
+    assert after["tokens"] - before["tokens"] == 30
+    # Three tokens an event, ten events; events that fall due together share one write.
+    assert 1 <= after["writes"] - before["writes"] <= 10
