@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-server bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-hot-path bench-server bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,10 @@ lint: $(STAMP_TEST)
 
 bench-client: setup-test
 	$(BIN)/python -m rigbook.bench.selfbench
+
+# Where a streamed token's client CPU goes: the hot path built up one step at a time.
+bench-hot-path: setup-test
+	$(BIN)/python benchmarks/client/hot_path.py
 
 # The synthetic server's own ceiling: tok/s it emits at 1, 4 and 16 tokens per event, from 1 and 2
 # processes, read by raw-socket reader processes.

@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per step; the median is printed")
     ap.add_argument("--steps", default=",".join(STEPS), help="which steps, in order")
     args = ap.parse_args(argv)
-    proc, url = start_server(args.rate)
+    proc, url = start_server(
+        "--rate", f"{args.rate:g}", "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    )
     print(f"{_load()} before; {args.streams} streams x {args.rate:g} tok/s, 1 token per event")
     run: Callable[[str], float] = lambda step: uvloop.run(  # noqa: E731
         _run_step(step, url, args.streams, args.tokens)
