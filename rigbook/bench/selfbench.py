@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     # N processes on N free CPUs: N times one, each at the cost per token measured.
     n = max(r["workers"] for r in rows)
-    print(f"ceiling of {n} client process{'es' if n > 1 else ''}: {n * one:.0f} tok/s")
+    if n > 1:
+        print(f"ceiling of {n} client processes: {n * one:.0f} tok/s")
     good = [r for r in rows if r["ok"]]
     best = max(good, key=lambda r: r["server_aggregate"]) if good else None
     if best:
