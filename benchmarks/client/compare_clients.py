@@ -4,10 +4,13 @@ For each per-request rate and stream count, a fresh synthetic server (one token 
 the costliest case for a client) serves each client in turn. The truth is the server's own record:
 tokens over the span from the first request's arrival to the last token sent. Each client's
 reported aggregate is set against it (error %), its CPU time is read from the kernel
-(``RUSAGE_CHILDREN``, the client process and everything it waited for) less the CPU of a
-one-request, one-token run of the same client (start-up and imports), and divided by the tokens
-the server counted (µs per token); the ceiling is 10^6 ÷ that, the tokens per second one core
-could take in. Faults are the flags each client raised. The machine's load average is printed
+(``RUSAGE_CHILDREN``, the client process and everything it waited for) less the median CPU of
+three one-request, one-token runs of the same client (start-up and imports; after one more that
+fills the file cache), and divided by the
+tokens the server counted (µs per token); the ceiling is 10^6 ÷ that, the tokens per second one
+core could take in. Where what is left is within twice the three start-ups' spread, the cost is not
+resolved and shows as "-" (short, slow cells: a few hundred tokens cost less than the start-up
+scatters). Faults are the flags each client raised. The machine's load average is printed
 beside the table: the machine is shared, and every figure moves with it.
 
     python benchmarks/client/compare_clients.py --peers-venv ~/.cache/rigbook/bench-peers \\
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,6 +67,14 @@ class Run:
         return (
             1e6 * self.cpu_s / self.server_tokens if self.server_tokens and self.cpu_s > 0 else None
         )
+
+
+@dataclass
+class Startup:
+    """CPU seconds of a one-request, one-token run of a client: the median of three, and their spread."""
+
+    median: float
+    spread: float
 
 
 def free_port() -> int:
@@ -275,7 +287,7 @@ def measure_point(
     tokens: int,
     args,
     tmp: Path,
-    startup_cpu: dict[str, float],
+    startup_cpu: dict[str, Startup],
 ) -> Run:
     run = Run(tool=tool, rate=rate, streams=streams)
     server, url = start_server(
@@ -307,7 +319,11 @@ def measure_point(
         run.reported_tok_s, run.faults = reported, faults
         run.server_tokens = generated(url) - g0
         run.truth_tok_s = truth(url, streams)
-        run.cpu_s = max(cpu - startup_cpu.get(tool, 0.0), 0.0)
+        start = startup_cpu.get(tool, Startup(0.0, 0.0))
+        # A cell whose CPU above the start-up is within the start-ups' own scatter has no
+        # resolved cost per token: it shows "-" rather than a figure made of noise.
+        above = cpu - start.median
+        run.cpu_s = above if above > 2 * start.spread else 0.0
     finally:
         server.terminate()
         server.wait(10)
@@ -344,9 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tokenizer", default=None, help="a local tokenizer folder (tokenizer.json) for the peers"
     )
-    ap.add_argument("--rates", default="10,40", help="per-request tok/s")
+    ap.add_argument("--rates", default="40,160", help="per-request tok/s")
     ap.add_argument("--streams", default="1,4,64,256")
-    ap.add_argument("--tokens", type=int, default=200, help="tokens per reply")
+    # Long enough that a cell's CPU stands clear of the start-up's scatter (about 0.3 s here).
+    ap.add_argument("--tokens", type=int, default=600, help="tokens per reply")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here too")
     ap.add_argument(
         "--peers", default="llama-benchy,guidellm", help="which peers to run beside rigbook"
@@ -371,11 +388,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         seed_benchy_corpus()
-        startup: dict[str, float] = {}
-        for (
-            tool
-        ) in tools:  # one request of one token: the start-up and import cost, taken off every run
-            startup[tool] = measure_point(tool, 1000, 1, 1, args, tmp, {}).cpu_s
+        startup: dict[str, Startup] = {}
+        for tool in tools:
+            # One request of one token, three times after one that fills the file cache: the
+            # start-up and import cost taken off every run (the median), and how much it scatters.
+            cpus = [measure_point(tool, 1000, 1, 1, args, tmp, {}).cpu_s for _ in range(4)][1:]
+            startup[tool] = Startup(statistics.median(cpus), max(cpus) - min(cpus))
+            print(f"{tool} start-up: {startup[tool]}", flush=True)
         for rate in (float(x) for x in args.rates.split(",")):
             for streams in (int(x) for x in args.streams.split(",")):
                 loads.append("{:.1f}, {:.1f}, {:.1f}".format(*os.getloadavg()))
