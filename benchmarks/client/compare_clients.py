@@ -69,6 +69,12 @@ class Run:
         )
 
 
+def _with_repo() -> str:
+    """PYTHONPATH with this checkout first, keeping what was there (where rigbook's dependencies
+    may be: the GPU machine installs them into a folder of their own)."""
+    return os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+
+
 @dataclass
 class Startup:
     """CPU seconds of a one-request, one-token run of a client: the median of three, and their spread."""
@@ -94,7 +100,7 @@ def start_server(*options: str) -> tuple[subprocess.Popen, str]:
         cwd=REPO,
         # Its stderr is left open: a traceback there is how a request it could not serve shows.
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": _with_repo()},
     )
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
@@ -298,7 +304,9 @@ def measure_point(
         g0 = generated(url)
         out = tmp / f"{tool}-{rate:g}-{streams}.json"
         if tool == "rigbook":
-            done, cpu = run_child(rigbook_cmd(url, streams, tokens, out), {"PYTHONPATH": str(REPO)})
+            done, cpu = run_child(
+                rigbook_cmd(url, streams, tokens, out), {"PYTHONPATH": _with_repo()}
+            )
             reported, faults = rigbook_read(done, out)
         elif tool == "guidellm":
             done, cpu = run_child(
