@@ -1,0 +1,65 @@
+"""The benchmark scripts in benchmarks/client/ run: each answers --help, and the two quick ones
+measure a tiny load end to end against a real synthetic server."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted((ROOT / "benchmarks" / "client").glob("*.py"))
+
+
+def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
+def test_every_script_answers_help(script):
+    done = _run(script, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout
+
+
+def test_hot_path_prints_a_cost_for_every_step():
+    done = _run(
+        ROOT / "benchmarks/client/hot_path.py",
+        "--streams",
+        "2",
+        "--tokens",
+        "20",
+        "--rate",
+        "200",
+        "--repeat",
+        "1",
+    )
+    assert done.returncode == 0, done.stderr
+    steps = re.findall(r"^(\S+)\s+([\d.]+) µs/token", done.stdout, re.M)
+    names = ["read", "timestamp", "http", "sse", "json", "rigbook", "rigbook+monitor"]
+    assert [name for name, _ in steps] == names, done.stdout
+    assert all(float(us) > 0 for _, us in steps)
+
+
+def test_paced_poll_reads_exact_rates():
+    done = _run(
+        ROOT / "benchmarks/client/paced_poll.py",
+        "--streams",
+        "2",
+        "--tokens",
+        "20",
+        "--rate",
+        "100",
+    )
+    assert done.returncode == 0, done.stderr
+    error = re.search(r"worst per-stream rate error ([\d.]+)%", done.stdout)
+    assert error and float(error.group(1)) < 1.0, done.stdout
