@@ -9,7 +9,7 @@ import pytest
 
 from rigbook.bench.measure import MeasureRequest, measure
 from rigbook.bench.server_metrics import compare, parse
-from rigbook.bench.synthetic_server import Counters
+from rigbook.bench.synthetic_record import Counters
 from tests.bench.helpers import start_synthetic
 
 
