@@ -4,9 +4,11 @@ Writes go through a queue to a thread, so the event loop never waits on the disk
 thread writes whatever has queued up and fsyncs once per batch.
 
 One JSON object a line: ``start`` (conditions and extras), ``cell_start``,
-``request`` (a RequestRecord), ``cell_end`` (the finished cell, without its
-requests), ``end``. A run killed with SIGKILL leaves a journal from which
-:func:`rebuild` makes a result marked ``cut_short`` through the same metric code.
+``request`` (a RequestRecord), ``stream_ended`` (a sustained request's record as it
+ended, before the window that may cut it is known; its ``request`` line follows at the
+cell's end), ``cell_end`` (the finished cell, without its requests), ``end``. A run killed
+with SIGKILL leaves a journal from which :func:`rebuild` makes a result marked
+``cut_short`` through the same metric code.
 """
 
 from __future__ import annotations
@@ -134,15 +136,17 @@ def rebuild(path: Path | str) -> BenchResult:
         starts: dict[int, dict] = {}
         ends: dict[int, Cell] = {}
         requests: dict[int, list[RequestRecord]] = {}
+        # sustained cells: the records journaled as their streams ended
+        ended: dict[int, list[RequestRecord]] = {}
         finished = False
         for ev in events[1:]:
             kind = ev.get("type")
             if kind == "cell_start":
                 starts[ev["index"]] = ev
                 requests.setdefault(ev["index"], [])
-            elif kind == "request":
+            elif kind in ("request", "stream_ended"):
                 rec = RequestRecord.model_validate(ev["record"])
-                requests.setdefault(rec.cell, []).append(rec)
+                (requests if kind == "request" else ended).setdefault(rec.cell, []).append(rec)
             elif kind == "cell_end":
                 cell = Cell.model_validate(ev["cell"])
                 ends[cell.index] = cell
@@ -158,6 +162,9 @@ def rebuild(path: Path | str) -> BenchResult:
         if index in ends:
             cells.append(ends[index].model_copy(update={"requests": recs}))
             continue
+        # A cut sustained cell's `request` lines, if any, are a part of its end that was being
+        # written; the `stream_ended` lines hold every stream that finished.
+        recs = sorted(ended.get(index, []), key=lambda r: r.index) or recs
         s = starts[index]
         cells.append(
             build_cell(

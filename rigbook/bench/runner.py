@@ -382,15 +382,26 @@ async def _measure_cell(
     wake = asyncio.Event()
 
     def on_done(i: int, raw: RawRequest, prompt: int | None = None) -> None:
-        # Burst records are final once built; sustained ones wait for the window to be known.
-        if mode == "sustained":
-            raws.append((i, raw, prompt))
-            return
         pending.append((i, raw, prompt))
         wake.set()
 
-    def finish(i: int, raw: RawRequest, prompt: int | None) -> None:
-        rec = plan.record(raw, cell=index, index=i, t0=t0, prompt_index=prompt)
+    def ended(i: int, raw: RawRequest, prompt: int | None) -> None:
+        # Burst records are final once built. A sustained one is journaled now as a
+        # `stream_ended` line, so a kill loses nothing finished, and built again once the
+        # window is known (worker processes number those in send order only then).
+        if mode == "sustained":
+            raws.append((i, raw, prompt))
+            journal.write(
+                "stream_ended",
+                record=plan.record(raw, cell=index, index=i, t0=t0, prompt_index=prompt),
+            )
+            return
+        finish(i, raw, prompt)
+
+    def finish(
+        i: int, raw: RawRequest, prompt: int | None, window: tuple[float, float] | None = None
+    ) -> None:
+        rec = plan.record(raw, cell=index, index=i, t0=t0, window=window, prompt_index=prompt)
         records.append(rec)
         journal.write("request", record=rec)
         if progress:
@@ -405,7 +416,7 @@ async def _measure_cell(
             wake.clear()
             began = time.perf_counter()
             while pending:
-                finish(*pending.popleft())
+                ended(*pending.popleft())
                 if pending and time.perf_counter() - began > RECORD_SLICE_S:
                     await asyncio.sleep(0)
                     began = time.perf_counter()
@@ -440,7 +451,7 @@ async def _measure_cell(
         recorder.cancel()
         await asyncio.gather(recorder, return_exceptions=True)
         while pending:  # every stream has ended: nothing left to stall
-            finish(*pending.popleft())
+            ended(*pending.popleft())
     window = (edges[0] - t0, edges[1] - t0) if edges is not None else None
     # Energy and client load are read as the streams end, before the records are built, so
     # neither counts work that happens outside the token window.
@@ -448,12 +459,9 @@ async def _measure_cell(
     load = await monitor.stop() if shared is None else None
     # Engines update their counters as a response returns; every stream has ended by now.
     counted_after = await server_metrics.read(plan.metrics, plan.url) if counted else None
+    ranks = shared.ranks if shared is not None else {}
     for i, raw, prompt_index in raws:
-        rec = plan.record(raw, cell=index, index=i, t0=t0, window=edges, prompt_index=prompt_index)
-        records.append(rec)
-        journal.write("request", record=rec)
-        if progress:
-            progress("request", {"record": rec})
+        finish(ranks.get(i, i), raw, prompt_index, edges)
     records.sort(key=lambda r: r.index)
     if shared is not None:
         load = merge_loads(shared, records)

@@ -120,6 +120,9 @@ class WorkerCell:
     pids: dict[int, int] = field(default_factory=dict)
     # request index -> worker slot, to give each worker its tokens
     owner: dict[int, int] = field(default_factory=dict)
+    # sustained: the number a request was reported under -> its rank in send order, the number
+    # one process would have given it
+    ranks: dict[int, int] = field(default_factory=dict)
     died: dict[int, str] = field(default_factory=dict)
     window: tuple[float, float] | None = None
     # this process's CPU time over the cell: receiving and recording, not streaming
@@ -137,7 +140,7 @@ class _CellRun:
         self.waiting: set[int] = set()
         self.all_reported = asyncio.Event()
         self.cell = WorkerCell()
-        # sustained: (worker's number, slot, raw) until the end, when they are numbered in send order
+        # sustained: (worker's number, slot, raw), ranked in send order at the end
         self.finished: list[tuple[int, int, RawRequest]] = []
         self.stopping = False
 
@@ -185,8 +188,8 @@ class _CellRun:
     def _done(self, i: int, slot: int, raw: RawRequest) -> None:
         if self.mode == "sustained":
             self.finished.append((i, slot, raw))
-            return
-        self.cell.owner[i] = slot
+        else:
+            self.cell.owner[i] = slot
         self.on_done(i, raw, i % self.prompts)
 
     def _reported(self, slot: int) -> None:
@@ -194,12 +197,12 @@ class _CellRun:
         if not self.waiting:
             self.all_reported.set()
 
-    def number_sustained(self) -> None:
-        """Sustained requests numbered in the order they were sent, as one process numbers them."""
+    def rank_sustained(self) -> None:
+        """Rank sustained requests in the order they were sent, as one process numbers them."""
         self.finished.sort(key=lambda f: f[2].sent)
-        for rank, (i, slot, raw) in enumerate(self.finished):
+        for rank, (i, slot, _) in enumerate(self.finished):
             self.cell.owner[rank] = slot
-            self.on_done(rank, raw, i % self.prompts)
+            self.cell.ranks[i] = rank
 
 
 class WorkerPool:
@@ -334,7 +337,8 @@ class WorkerPool:
         on_done: WorkerDone,
     ) -> WorkerCell:
         """Run one cell on the first ``workers`` workers; ``on_done(index, raw, prompt_index)``
-        for every request as it ends (sustained: all at the end, numbered in the order sent).
+        for every request as it ends (sustained: under the worker's own number, unique in the
+        cell; the returned cell's ``ranks`` renumbers them in the order they were sent).
         Setting ``stop`` ends every worker's streams within about a second."""
         await self._revive()
         lanes = split(concurrency, workers)
@@ -362,7 +366,7 @@ class WorkerPool:
             self._run = None
         run.cell.parent_cpu_s = time.process_time() - cpu
         if mode == "sustained":
-            run.number_sustained()
+            run.rank_sustained()
             run.cell.window = (start, min(start + (duration_s or 0.0), time.perf_counter()))
         return run.cell
 
