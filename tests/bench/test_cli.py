@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,49 +14,34 @@ import pytest
 
 from rigbook.bench.journal import rebuild
 from rigbook.bench.result import load_result, verify_hash
-from tests.bench.helpers import start_synthetic, within
+from tests.bench.helpers import (
+    bench_args,
+    recorded,
+    rigbook,
+    start_bench,
+    synthetic_server,
+    within,
+)
 from tests.conftest import free_port
 
 
 @pytest.fixture(scope="module")
 def url():
-    proc, base = start_synthetic("--rate", "400", "--tokens-per-chunk", "3", "--stall-s", "2")
-    yield base
-    proc.terminate()
-    proc.wait(10)
-
-
-def rigbook(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=240, **kw
-    )
+    with synthetic_server("--rate 400 --tokens-per-chunk 3 --stall-s 2") as base:
+        yield base
 
 
 def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
     httpx.post(url + "/_reset")
     out = tmp_path / "r.json"
     p = rigbook(
-        "bench",
-        url,
-        "--model",
-        "synthetic",
-        "--concurrency",
-        "1,4",
-        "--max-tokens",
-        "400",
-        "--requests",
-        "4",
-        "--warmup",
-        "0",
-        "--out",
-        str(out),
-        "--json",
+        *bench_args(url, out, "--concurrency 1,4 --max-tokens 400 --requests 4 --warmup 0 --json")
     )
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
     assert summary["result"] == str(out) and Path(summary["journal"]).is_file()
     result = load_result(out)
-    served = httpx.get(url + "/_record").json()["requests"]
+    served = recorded(url)
     for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
         for c, s in zip(
@@ -81,24 +65,8 @@ def test_bench_reproduces_the_servers_rates_at_400_tokens(url, tmp_path):
 @pytest.mark.parametrize("model", ["synthetic-error", "synthetic-early-eos", "synthetic-stall"])
 def test_failed_requests_exit_2_with_bench_invalid(url, tmp_path, model):
     out = tmp_path / "r.json"
-    p = rigbook(
-        "bench",
-        url,
-        "--model",
-        model,
-        "--concurrency",
-        "1",
-        "--requests",
-        "3",
-        "--max-tokens",
-        "30",
-        "--warmup",
-        "0",
-        "--stall-timeout",
-        "0.5",
-        "--out",
-        str(out),
-    )
+    options = "--concurrency 1 --requests 3 --max-tokens 30 --warmup 0 --stall-timeout 0.5"
+    p = rigbook(*bench_args(url, out, options, model=model))
     assert (
         p.returncode == 2 and "error[E_BENCH_INVALID]" in p.stderr and "Traceback" not in p.stderr
     )
@@ -127,18 +95,7 @@ def test_bad_input_is_a_coded_error(url, tmp_path):
 
 def test_a_base_url_with_v1_works(url, tmp_path):
     out = tmp_path / "r.json"
-    p = rigbook(
-        "bench",
-        url + "/v1/",
-        "--model",
-        "synthetic",
-        "--profile",
-        "quick",
-        "--concurrency",
-        "1",
-        "--out",
-        str(out),
-    )
+    p = rigbook(*bench_args(url + "/v1/", out, "--profile quick --concurrency 1"))
     assert p.returncode == 0, p.stderr
     assert load_result(out).conditions.url == url
 
@@ -152,22 +109,7 @@ def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeyp
 
     monkeypatch.setattr(rigbook.endpoint.local, "is_local", lambda u: False)
     out = tmp_path / "r.json"
-    done = CliRunner().invoke(
-        app,
-        [
-            "bench",
-            url,
-            "--model",
-            "synthetic",
-            "--profile",
-            "quick",
-            "--concurrency",
-            "1",
-            "--out",
-            str(out),
-            "--json",
-        ],
-    )
+    done = CliRunner().invoke(app, bench_args(url, out, "--profile quick --concurrency 1 --json"))
     assert done.exit_code == 0, done.output
     result = load_result(out)
     assert result.conditions.rig is None and "another host" in result.conditions.rig_unavailable
@@ -175,30 +117,7 @@ def test_a_remote_endpoint_gets_no_local_rig_or_telemetry(url, tmp_path, monkeyp
 
 
 def _start_long_bench(url: str, out: Path) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook",
-            "bench",
-            url,
-            "--model",
-            "synthetic",
-            "--concurrency",
-            "1",
-            "--requests",
-            "200",
-            "--max-tokens",
-            "40",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_bench(url, out, "--concurrency 1 --requests 200 --max-tokens 40 --warmup 0")
     journal = out.with_name(out.stem + ".journal.jsonl")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -243,22 +162,7 @@ def test_sigkill_leaves_a_journal_that_rebuilds(url, tmp_path):
 
 def test_report_writes_plots_and_markdown_and_html(url, tmp_path):
     out = tmp_path / "r.json"
-    p = rigbook(
-        "bench",
-        url,
-        "--model",
-        "synthetic",
-        "--concurrency",
-        "1,2",
-        "--requests",
-        "2",
-        "--max-tokens",
-        "30",
-        "--warmup",
-        "1",
-        "--out",
-        str(out),
-    )
+    p = rigbook(*bench_args(url, out, "--concurrency 1,2 --requests 2 --max-tokens 30 --warmup 1"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().endswith(str(out))
     for fmt in ("md", "html"):

@@ -7,32 +7,21 @@ import time
 
 import pytest
 
-from rigbook.bench.measure import MeasureRequest, measure
-from tests.bench.helpers import start_synthetic
+from tests.bench.helpers import bench, streamed, synthetic_server
 
 
 @pytest.fixture(scope="module")
 def url():
     # 20 tok/s, one token an event: 50 ms between a stream's events, so the stall limit is 25 ms,
     # far above what a busy two-core machine's scheduler costs and far below the planted stall.
-    proc, base = start_synthetic("--rate", "20", "--tokens-per-chunk", "1", "--falloff", "0")
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    with synthetic_server("--rate 20 --tokens-per-chunk 1 --falloff 0") as base:
+        yield base
 
 
 def _run(url, tmp_path, progress=None):
-    request = MeasureRequest(
-        url=url,
-        model="synthetic",
-        concurrency=[4],
-        requests=8,
-        max_tokens=30,
-        warmup=0,
-        out=tmp_path / "r.json",
-        telemetry=False,
+    return bench(
+        url, tmp_path / "r.json", progress=progress, concurrency=[4], requests=8, max_tokens=30
     )
-    return measure(request, progress=progress).result
 
 
 def test_a_planted_stall_is_caught(url, tmp_path):
@@ -94,18 +83,9 @@ def test_a_clean_run_is_not_flagged(url, tmp_path):
 
 
 def _records(gap_s: float = 0.05, tokens: int = 20):
-    from rigbook.bench.client import RawRequest, apply_event
     from rigbook.bench.metrics import to_record
 
-    raw = RawRequest(sent=0.0)
-    for k in range(tokens):
-        event = {
-            "choices": [{"delta": {"content": "x"}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": k + 1},
-        }
-        apply_event(raw, event, 0.03 + k * gap_s)
-    apply_event(raw, {"choices": [{"delta": {}, "finish_reason": "length"}]}, 0.03 + tokens * gap_s)
-    raw.done = 0.04 + tokens * gap_s
+    raw = streamed(tokens, gap_s=gap_s)
     return [
         to_record(raw, cell=0, index=0, prompt_index=0, t0=0.0, max_tokens=tokens, hold_length=True)
     ]
@@ -175,22 +155,11 @@ def test_records_built_as_streams_end_together_do_not_stall_the_others(tmp_path,
         return record(self, *args, **kw)
 
     monkeypatch.setattr(CellPlan, "record", slow_record)
-    proc, base = start_synthetic("--rate", "40", "--tokens-per-chunk", "1", "--falloff", "0")
-    try:
-        request = MeasureRequest(
-            url=base,
-            model="synthetic",
-            concurrency=[32],
-            requests=32,
-            max_tokens=60,
-            warmup=1,
-            out=tmp_path / "r.json",
-            telemetry=False,
+    with synthetic_server("--rate 40 --tokens-per-chunk 1 --falloff 0") as base:
+        result = bench(
+            base, tmp_path / "r.json", concurrency=[32], requests=32, max_tokens=60, warmup=1
         )
-        cell = measure(request).result.cells[0]
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    cell = result.cells[0]
     assert len(cell.requests) == 32 and cell.valid
     load = cell.client
     if load.client_bound and load.worst_stall_cpu_ms < 0.2 * load.loop_lag_worst_ms:

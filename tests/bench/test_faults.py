@@ -10,37 +10,18 @@ import time
 import pytest
 from rich.console import Console
 
-from rigbook.bench.client import RawRequest, apply_event
-from rigbook.bench.measure import MeasureRequest, measure
+from rigbook.bench.client import RawRequest
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.progress import result_table
 from rigbook.bench.result import CellTelemetry, ClientLoad, Distribution, load_result
 from rigbook.bench.scheduler import judge_client
-from tests.bench.helpers import bench, start_synthetic
+from tests.bench.helpers import bench, measure_bench, streamed, synthetic_server
 
 
 @pytest.fixture(scope="module")
 def url():
-    proc, base = start_synthetic(
-        "--rate", "100", "--tokens-per-chunk", "1", "--stall-s", "1", "--fault-every", "1"
-    )
-    yield base
-    proc.terminate()
-    proc.wait(10)
-
-
-def _raw(
-    tokens: int, *, usage: bool = True, error: str | None = None, gap_s: float = 0.01
-) -> RawRequest:
-    raw = RawRequest(sent=0.0)
-    for k in range(tokens):
-        event = {"choices": [{"delta": {"content": "x"}}]}
-        if usage:
-            event["usage"] = {"prompt_tokens": 5, "completion_tokens": k + 1}
-        apply_event(raw, event, 0.03 + k * gap_s)
-    apply_event(raw, {"choices": [{"delta": {}, "finish_reason": "length"}]}, 0.03 + tokens * gap_s)
-    raw.error, raw.done = error, 0.04 + tokens * gap_s
-    return raw
+    with synthetic_server("--rate 100 --tokens-per-chunk 1 --stall-s 1 --fault-every 1") as base:
+        yield base
 
 
 def test_table_fits_80_columns_whatever_the_status(url, tmp_path):
@@ -81,17 +62,8 @@ def test_an_all_failing_warmup_is_an_engine_error_with_result_and_journal(
     """The server answers 200 and then errors in band or breaks the stream: E_ENGINE_ERROR (not
     E_HTTP, whose remedy is about HTTP), and the failures are written, where before nothing was."""
     out = tmp_path / "r.json"
-    done = measure(
-        MeasureRequest(
-            url=url,
-            model=model,
-            concurrency=[1],
-            requests=1,
-            max_tokens=20,
-            warmup=2,
-            out=out,
-            telemetry=False,
-        )
+    done = measure_bench(
+        url, out, model=model, concurrency=[1], requests=1, max_tokens=20, warmup=2
     )
     assert done.verdict is not None and done.verdict.code == "E_ENGINE_ERROR"
     assert "HTTP" not in done.verdict.error().remedy
@@ -130,7 +102,7 @@ def test_a_dead_server_is_never_client_bound():
     assert judge_client(load, failed).client_bound is False
     ok = [
         to_record(
-            _raw(20), cell=0, index=0, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
+            streamed(20), cell=0, index=0, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
         )
     ]
     assert judge_client(load, ok).client_bound is True
@@ -140,7 +112,7 @@ def test_token_source_comes_from_the_requests_that_completed():
     """Connect failures carry no usage; they used to label the cell client_fallback."""
     good = [
         to_record(
-            _raw(20), cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
+            streamed(20), cell=0, index=i, prompt_index=0, t0=0.0, max_tokens=20, hold_length=True
         )
         for i in range(3)
     ]
@@ -231,40 +203,22 @@ def test_energy_per_token_counts_only_the_token_window(url, tmp_path):
     assert 0.95 < cell.telemetry.energy_j_total < 1.25, cell.telemetry.energy_j_total
 
 
-@pytest.fixture(scope="module")
-def slow_url():
-    # 5 tok/s: a 200-token warmup reply takes 40 s.
-    proc, base = start_synthetic("--rate", "5", "--tokens-per-chunk", "1", "--falloff", "0")
-    yield base
-    proc.terminate()
-    proc.wait(10)
-
-
 @pytest.mark.parametrize("during", ["warmup", "cell"])
 def test_a_stopped_run_returns_cut_short_within_seconds(slow_url, tmp_path, during):
     """The library's side of a signal: setting the stop event ends the run within seconds, in the
     warmup as in a cell, and the measurement says it was cut short (the CLI then exits 128 + the
-    signal, tests/bench/test_cli.py). A warmup request in flight used to run to its end (40 s
+    signal, tests/bench/test_cli.py). A warmup request in flight used to run to its end (100 s
     here) before the stop was looked at."""
     import threading
 
+    out, warmup = tmp_path / "r.json", 1 if during == "warmup" else 0
     stop = threading.Event()
     timer = threading.Timer(1.5, stop.set)
     timer.start()
     t0 = time.monotonic()
     try:
-        done = measure(
-            MeasureRequest(
-                url=slow_url,
-                model="synthetic",
-                concurrency=[2],
-                requests=2,
-                max_tokens=200,
-                warmup=1 if during == "warmup" else 0,
-                out=tmp_path / "r.json",
-                telemetry=False,
-            ),
-            stop,
+        done = measure_bench(
+            slow_url, out, stop=stop, concurrency=[2], requests=2, max_tokens=200, warmup=warmup
         )
     finally:
         timer.cancel()
@@ -346,17 +300,7 @@ def test_a_request_the_client_lost_makes_the_cell_invalid(url, tmp_path, monkeyp
         return broken
 
     monkeypatch.setattr(CellPlan, "sender", sender)
-    request = MeasureRequest(
-        url=url,
-        model="synthetic",
-        concurrency=[1],
-        requests=3,
-        max_tokens=8,
-        warmup=0,
-        out=tmp_path / "r.json",
-        telemetry=False,
-    )
-    done = measure(request)
+    done = measure_bench(url, tmp_path / "r.json", concurrency=[1], requests=3, max_tokens=8)
     cell = done.result.cells[0]
     assert [r.index for r in cell.requests] == [0]
     assert not cell.valid and "2 of 3 planned requests never ran" in cell.invalid_reasons[0]

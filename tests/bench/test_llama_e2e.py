@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from rigbook.bench.result import load_result
+from tests.bench import helpers
 
 
 def rigbook(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=600
-    )
+    """Minutes, not the synthetic server's seconds: a real model on a shared machine."""
+    return helpers.rigbook(*args, timeout=600)
 
 
 def test_quick_profile_against_llama_cpp(llama_server, tmp_path):

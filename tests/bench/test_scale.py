@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 import tracemalloc
 from array import array
@@ -15,44 +13,14 @@ import pytest
 from rigbook.bench.client import RawRequest, apply_event
 from rigbook.bench.metrics import to_record
 from rigbook.bench.result import load_result
-from tests.bench.helpers import start_synthetic
-
-
-@pytest.fixture(scope="module")
-def slow_url():
-    # 2 tok/s: a 4,000-stream cell of 2,000-token replies would run for 1,000 s.
-    proc, base = start_synthetic("--rate", "2", "--tokens-per-chunk", "1", "--falloff", "0")
-    yield base
-    proc.terminate()
-    proc.wait(10)
+from tests.bench.helpers import signalled, start_bench
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_4000_stream_cell_stops_on_a_signal_within_seconds(slow_url, tmp_path, sig):
     out = tmp_path / "r.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook",
-            "bench",
-            slow_url,
-            "--model",
-            "synthetic",
-            "--concurrency",
-            "4000",
-            "--max-tokens",
-            "2000",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # At 2 tok/s (slow_url), a 4,000-stream cell of 2,000-token replies would run for 1,000 s.
+    proc = start_bench(slow_url, out, "--concurrency 4000 --max-tokens 2000 --warmup 0 --json")
     journal = out.with_name("r.journal.jsonl")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (
@@ -60,10 +28,7 @@ def test_a_4000_stream_cell_stops_on_a_signal_within_seconds(slow_url, tmp_path,
     ):
         time.sleep(0.2)
     time.sleep(3.0)  # thousands of streams open and reading
-    sent = time.monotonic()
-    proc.send_signal(sig)
-    stdout, err = proc.communicate(timeout=60)
-    took = time.monotonic() - sent
+    took, stdout, err = signalled(proc, sig)
     assert proc.returncode == 128 + sig, err[-2000:]
     assert took < 15, took
     summary = json.loads(stdout)

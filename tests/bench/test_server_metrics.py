@@ -7,10 +7,9 @@ import threading
 import httpx
 import pytest
 
-from rigbook.bench.measure import MeasureRequest, measure
 from rigbook.bench.server_metrics import compare, parse
 from rigbook.bench.synthetic_record import Counters
-from tests.bench.helpers import start_synthetic
+from tests.bench.helpers import measure_bench, synthetic_server
 
 
 @pytest.mark.parametrize(
@@ -48,25 +47,12 @@ def test_a_page_without_engine_counters_is_no_cross_check():
 
 @pytest.fixture(scope="module")
 def url():
-    proc, base = start_synthetic("--rate", "150", "--tokens-per-chunk", "2", "--falloff", "0")
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    with synthetic_server("--rate 150 --tokens-per-chunk 2 --falloff 0") as base:
+        yield base
 
 
 def test_the_servers_count_sits_beside_the_clients(url, tmp_path):
-    done = measure(
-        MeasureRequest(
-            url=url,
-            model="synthetic",
-            concurrency=[1, 3],
-            requests=3,
-            max_tokens=60,
-            warmup=0,
-            out=tmp_path / "r.json",
-            telemetry=False,
-        )
-    )
+    done = measure_bench(url, tmp_path / "r.json", concurrency=[1, 3], requests=3, max_tokens=60)
     for cell in done.result.cells:
         server = cell.server
         assert server is not None and server.engine == "vllm" and server.judged
@@ -94,18 +80,8 @@ def test_tokens_the_client_did_not_see_mark_the_cell(url, tmp_path):
             t.start()
             others.append(t)
 
-    done = measure(
-        MeasureRequest(
-            url=url,
-            model="synthetic",
-            concurrency=[1],
-            requests=1,
-            max_tokens=120,
-            warmup=0,
-            out=tmp_path / "r.json",
-            telemetry=False,
-        ),
-        progress=intrude,
+    done = measure_bench(
+        url, tmp_path / "r.json", progress=intrude, concurrency=[1], requests=1, max_tokens=120
     )
     for t in others:
         t.join()

@@ -9,17 +9,13 @@ import httpx
 import pytest
 
 from rigbook.bench.result import load_result, verify_hash
-from tests.bench.helpers import bench, start_synthetic, within
+from tests.bench.helpers import bench, recorded, synthetic_server, within
 
 
 @pytest.fixture(scope="module")
 def server_proc():
-    proc, url = start_synthetic(
-        "--rate", "400", "--falloff", "0.25", "--tokens-per-chunk", "3", "--stall-s", "2"
-    )
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with synthetic_server("--rate 400 --falloff 0.25 --tokens-per-chunk 3 --stall-s 2") as url:
+        yield url
 
 
 @pytest.fixture
@@ -32,14 +28,10 @@ def server(server_proc):
     return None, server_proc
 
 
-def record(url: str) -> list[dict]:
-    return httpx.get(url + "/_record").json()["requests"]
-
-
 def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
     _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[1, 4], requests=4, max_tokens=160)
-    served = record(url)
+    served = recorded(url)
     assert len(served) == 8
     for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
@@ -101,7 +93,7 @@ def test_token_source_is_recorded(server, tmp_path, model, source):
     assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
     for c, sv in zip(
         sorted(r.decode_tok_s for r in cell.requests),
-        sorted(r["decode_tok_s"] for r in record(url)),
+        sorted(r["decode_tok_s"] for r in recorded(url)),
         strict=True,
     ):
         assert within(c, sv, 0.01)
@@ -174,7 +166,7 @@ def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
     # The cut streams' rates are the server's own (it stopped sending when the client hung up).
     for c, sv in zip(
         sorted(r.decode_tok_s for r in cell.requests),
-        sorted(r["decode_tok_s"] for r in record(url)),
+        sorted(r["decode_tok_s"] for r in recorded(url)),
         strict=True,
     ):
         assert within(c, sv, 0.02), (c, sv)
@@ -201,7 +193,7 @@ def test_a_request_with_content_parts_and_max_completion_tokens_is_served(server
         assert reply.status_code == 200
         events = [ln for ln in reply.iter_lines() if ln.startswith("data: ")]
     assert events[-1] == "data: [DONE]"
-    [served] = record(url)
+    [served] = recorded(url)
     assert served["completed"] and served["tokens"] == 20 and served["prompt_tokens"] == 3
 
 
@@ -209,7 +201,7 @@ def test_a_request_it_cannot_read_is_answered_400_not_dropped(server):
     _s, url = server
     reply = httpx.post(url + "/v1/chat/completions", content=b"{not json")
     assert reply.status_code == 400 and "error" in reply.json()
-    assert record(url) == []
+    assert recorded(url) == []
 
 
 def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):

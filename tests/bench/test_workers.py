@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,38 +19,29 @@ from rigbook.bench.result import BenchResult, load_result
 from rigbook.bench.worker_protocol import check_clock
 from rigbook.bench.workers import STREAMS_PER_WORKER, cell_workers, split
 from rigbook.errors import InternalError
-from tests.bench.helpers import bench, start_synthetic, within
+from tests.bench.helpers import (
+    bench,
+    recorded,
+    rigbook,
+    signalled,
+    start_bench,
+    synthetic_server,
+    within,
+)
 
 RATE = 100.0  # tok/s per request, one token per event, no slow-down with concurrency
 
 
 @pytest.fixture(scope="module")
 def server_url():
-    proc, url = start_synthetic(
-        "--rate", str(RATE), "--tokens-per-chunk", "1", "--falloff", "0", "--ttft-s", "0.02"
-    )
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with synthetic_server(f"--rate {RATE} --tokens-per-chunk 1 --falloff 0 --ttft-s 0.02") as url:
+        yield url
 
 
 @pytest.fixture
 def url(server_url):
     httpx.post(server_url + "/_reset")
     return server_url
-
-
-@pytest.fixture(scope="module")
-def slow_url():
-    # 2 tok/s: an 8-token reply takes 4 s, so a cell is still streaming when the test acts.
-    proc, url = start_synthetic("--rate", "2", "--tokens-per-chunk", "1", "--falloff", "0")
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
-
-def served(url: str) -> list[dict]:
-    return httpx.get(url + "/_record").json()["requests"]
 
 
 def journaled(out: Path) -> list[dict]:
@@ -113,7 +103,7 @@ def test_a_burst_cell_in_two_workers_matches_the_server(url, tmp_path):
     # Every index exactly once, in order; the journal holds every one.
     assert [r.index for r in cell.requests] == list(range(9))
     assert sorted(r["index"] for r in journaled(out)) == list(range(9))
-    own = served(url)
+    own = recorded(url)
     assert len(own) == 9
     check_rates(result, own)
     agg = sum(s["tokens"] for s in own) / (
@@ -160,7 +150,7 @@ def test_a_sustained_cell_in_two_workers_matches_the_server(url, tmp_path):
     assert sorted(r.sent_s for r in cell.requests) == [r.sent_s for r in cell.requests]
     assert sorted(r["index"] for r in journaled(out)) == list(range(len(cell.requests)))
     assert any(r.cut_at_window for r in cell.requests)
-    own = served(url)
+    own = recorded(url)
     check_rates(result, own)
     # The window on the server's clock (the same CLOCK_MONOTONIC): the first request went out as it
     # opened (before any token: the TTFT is 20 ms), the client's t0 is the server's first arrival
@@ -174,33 +164,11 @@ def test_a_sustained_cell_in_two_workers_matches_the_server(url, tmp_path):
     assert cell.client is not None and cell.client.workers == 2
 
 
-def _bench_cli(url: str, out: Path, *mode: str) -> subprocess.Popen:
-    """Two workers, two streams each, 8-token replies; ``mode`` is --requests N or --duration S."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook",
-            "bench",
-            url,
-            "--model",
-            "synthetic",
-            "--concurrency",
-            "4",
-            "--max-tokens",
-            "8",
-            *(mode or ("--requests", "4")),
-            "--warmup",
-            "0",
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def _bench_cli(url: str, out: Path, mode: str = "--requests 4") -> subprocess.Popen:
+    """Two workers, two streams each, 8-token replies (4 s each from ``slow_url``); ``mode`` is
+    --requests N or --duration S."""
+    return start_bench(
+        url, out, f"--concurrency 4 --max-tokens 8 {mode} --warmup 0 --workers 2 --json"
     )
 
 
@@ -230,10 +198,7 @@ def test_a_signal_stops_a_two_worker_cell_within_seconds(slow_url, tmp_path, sig
     out = tmp_path / "r.json"
     proc = _bench_cli(slow_url, out)
     workers = _streaming(proc, out)
-    sent = time.monotonic()
-    proc.send_signal(sig)
-    stdout, err = proc.communicate(timeout=30)
-    took = time.monotonic() - sent
+    took, stdout, err = signalled(proc, sig)
     assert proc.returncode == 128 + sig, err[-2000:]
     assert took < 5, took
     assert json.loads(stdout)["cut_short"] is True
@@ -269,7 +234,7 @@ def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp
 
 def test_a_killed_worker_in_a_sustained_cell_fails_its_streams(slow_url, tmp_path):
     out = tmp_path / "r.json"
-    proc = _bench_cli(slow_url, out, "--duration", "3")
+    proc = _bench_cli(slow_url, out, "--duration 3")
     victim = _streaming(proc, out)[1]
     victim.send_signal(signal.SIGKILL)
     _stdout, err = proc.communicate(timeout=60)
@@ -287,27 +252,17 @@ def test_a_killed_worker_in_a_sustained_cell_fails_its_streams(slow_url, tmp_pat
 
 @pytest.mark.parametrize("n", ["0", "-1"])
 def test_workers_below_one_is_an_input_error(tmp_path, n):
-    p = subprocess.run(
-        [sys.executable, "-m", "rigbook", "bench", "http://127.0.0.1:9", "--workers", n, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    p = rigbook("bench", "http://127.0.0.1:9", "--workers", n, "--json", timeout=60, cwd=tmp_path)
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT", p.stdout
 
 
 def test_replies_larger_than_the_socket_buffer_all_come_back(tmp_path):
     """Sixteen 2,000-event replies ending together are over half a megabyte of arrival times: more
     than the socket between a worker and the parent holds, so a worker must queue, not drop."""
-    proc, url = start_synthetic("--rate", "2000", "--tokens-per-chunk", "1", "--falloff", "0")
-    try:
-        out = tmp_path / "r.json"
+    out = tmp_path / "r.json"
+    with synthetic_server("--rate 2000 --tokens-per-chunk 1 --falloff 0") as url:
         result = bench(url, out, concurrency=[16], requests=16, max_tokens=2000, workers=2)
-        own = served(url)
-    finally:
-        proc.terminate()
-        proc.wait(10)
+        own = recorded(url)
     cell = result.cells[0]
     assert cell.valid, cell.invalid_reasons
     assert [r.index for r in cell.requests] == list(range(16))
