@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,22 +13,20 @@ import pytest
 
 from rigbook.bench.journal import rebuild
 from rigbook.bench.result import load_result
-from tests.bench.helpers import start_synthetic
+from tests.bench.helpers import start_bench, synthetic_server
 
 
 @pytest.fixture(scope="module")
 def url():
-    proc, base = start_synthetic("--rate", "400", "--tokens-per-chunk", "2")
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    with synthetic_server("--rate 400 --tokens-per-chunk 2") as base:
+        yield base
 
 
-def _sustained(url: str, out: Path, duration: str, workers: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "rigbook", "bench", url, "--model", "synthetic"]
-    command += ["--concurrency", "2", "--duration", duration, "--max-tokens", "20"]
-    command += ["--warmup", "0", "--workers", workers, "--out", str(out), "--json"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _sustained(url: str, out: Path, duration: str, workers: str):
+    options = (
+        f"--concurrency 2 --duration {duration} --max-tokens 20 --warmup 0 --workers {workers}"
+    )
+    return start_bench(url, out, options + " --json")
 
 
 def _lines(journal: Path, kind: str) -> list[dict]:
