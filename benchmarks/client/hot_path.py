@@ -6,6 +6,8 @@ before, up to rigbook's own client with its stall monitor. The CPU the process s
 streams ran, divided by the tokens, is the step's cost; the difference between two steps is what
 that step adds. The first step, which only counts reads, is the floor of any client that reads
 each event as it arrives (one wake of the process per read), whatever it does with the bytes.
+Step ``c-read`` is the same in C (``c_reader.c``, compiled here with ``cc`` when there is one):
+the kernel's share of a read, which no client in any language avoids.
 
     python benchmarks/client/hot_path.py --streams 64 --rate 40 --repeat 3
 
@@ -18,11 +20,14 @@ import argparse
 import asyncio
 import gc
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from array import array
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +112,7 @@ class _Json(_Sse):
 
 
 STEPS: dict[str, type[_Reads] | None] = {
+    "c-read": None,  # c_reader.c, its own process
     "read": _Reads,
     "timestamp": _Stamps,
     "http": _Http,
@@ -156,6 +162,22 @@ async def _run_step(step: str, url: str, streams: int, tokens: int) -> float:
     return time.process_time() - cpu0
 
 
+def _c_read(url: str, streams: int, tokens: int, build: Path) -> float | None:
+    """CPU seconds of ``c_reader.c`` over the same streams; None without a C compiler."""
+    binary = build / "c_reader"
+    if not binary.exists():
+        compiler = shutil.which("cc") or shutil.which("gcc")
+        if compiler is None:
+            return None
+        source = Path(__file__).with_name("c_reader.c")
+        subprocess.run([compiler, "-O2", "-o", str(binary), str(source)], check=True)
+    port = url.rsplit(":", 1)[1]
+    out = subprocess.run(
+        [str(binary), port, str(streams), str(tokens)], capture_output=True, text=True, check=True
+    ).stdout
+    return float(out.split()[0].removeprefix("cpu_s="))
+
+
 def _load() -> str:
     return "load average {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
 
@@ -172,20 +194,29 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", f"{args.rate:g}", "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
     )
     print(f"{_load()} before; {args.streams} streams x {args.rate:g} tok/s, 1 token per event")
-    run: Callable[[str], float] = lambda step: uvloop.run(  # noqa: E731
-        _run_step(step, url, args.streams, args.tokens)
-    )
+    build = Path(tempfile.mkdtemp(prefix="rigbook-hot-path-"))
+
+    def run(step: str) -> float | None:
+        if step == "c-read":
+            return _c_read(url, args.streams, args.tokens, build)
+        return uvloop.run(_run_step(step, url, args.streams, args.tokens))
+
     try:
         run("read")  # the first connections pay one-time costs: not a step's
         before = 0.0
         for step in args.steps.split(","):
-            cpu = statistics.median(run(step) for _ in range(args.repeat))
-            us = 1e6 * cpu / (args.streams * args.tokens)
+            runs = [run(step) for _ in range(args.repeat)]
+            cpus = [cpu for cpu in runs if cpu is not None]
+            if not cpus:
+                print(f"{step:16s}      - (no C compiler)", flush=True)
+                continue
+            us = 1e6 * statistics.median(cpus) / (args.streams * args.tokens)
             print(f"{step:16s} {us:6.1f} µs/token  (+{us - before:5.1f})", flush=True)
             before = us
     finally:
         proc.terminate()
         proc.wait(10)
+        shutil.rmtree(build, ignore_errors=True)
     print(f"{_load()} after")
     return 0
 
