@@ -103,10 +103,17 @@ class Counters:
 
 @dataclass
 class Served:
-    """One request as the server handled it; times on ``time.perf_counter``."""
+    """One request as the server handled it; times on ``time.perf_counter``.
+
+    ``received`` is when the kernel received the request's first bytes
+    (:mod:`rigbook.bench.synthetic_accept`), ``arrival`` when the server had read the whole
+    request. Between the two it waits on whatever else the server's loop is doing: a client sees
+    that wait in its TTFT; an engine's own TTFT histogram, which starts as the engine gets the
+    request (and this server's ``/metrics``, which starts at ``arrival``), does not."""
 
     seq: int
     model: str
+    received: float
     arrival: float
     prompt_tokens: int
     times: array = field(default_factory=lambda: array("d"))  # when each chunk went out
@@ -126,12 +133,15 @@ class Served:
         return {
             "seq": self.seq,
             "model": self.model,
+            "received": self.received,
             "arrival": self.arrival,
             "first_send": first,
             "last_send": last,
             "tokens": tokens,
             "chunks": len(self.times),
             "ttft_s": (first - self.arrival) if first else None,
+            # the truth for a client's TTFT: the server's wait before it read the request included
+            "ttft_received_s": (first - self.received) if first else None,
             "decode_tok_s": decode,
             "fault": self.fault,
             "completed": self.completed,

@@ -14,7 +14,8 @@ request it cannot read is answered 400. Each model id is a scenario:
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
 a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
-``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request its arrival, the
+``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
+when the kernel received it (:mod:`rigbook.bench.synthetic_accept`) and when the server read it, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
 carried them, summed over all processes (``benchmarks/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from rigbook.bench.synthetic_accept import listener, serve_stamped
 from rigbook.bench.synthetic_curves import Curve
 from rigbook.bench.synthetic_pacer import Pacer, Stream
 from rigbook.bench.synthetic_record import FLAVORS, Counters, Served
@@ -123,14 +125,18 @@ class SyntheticServer:
         self.port: int | None = None
         self._factors = self.config.curve.factors() if self.config.curve else None
         self._pacer = Pacer(self._rate, self.counters)
+        self._accepting: asyncio.Task | None = None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
-        server = await asyncio.start_server(
-            self._handle, host, port, backlog=4096, reuse_port=reuse_port
-        )
-        self.port = server.sockets[0].getsockname()[1]
+        """Listen on ``host:port`` (0: a free port, then ``self.port`` says which) and return; the
+        connections are served in the background."""
+        sock = listener(host, port, reuse_port)
+        self.port = sock.getsockname()[1]
+        self._accepting = asyncio.get_running_loop().create_task(serve_stamped(sock, self._handle))
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, received: float
+    ) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
@@ -184,7 +190,7 @@ class SyntheticServer:
                         writer, {"error": {"message": f"bad request: {exc}"}}, status=400
                     )
                 else:
-                    await self._chat(writer, chat, arrival)
+                    await self._chat(writer, chat, received, arrival)
             else:
                 await self._json(
                     writer,
@@ -214,7 +220,9 @@ class SyntheticServer:
             return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
-    async def _chat(self, writer: asyncio.StreamWriter, chat: ChatRequest, arrival: float) -> None:
+    async def _chat(
+        self, writer: asyncio.StreamWriter, chat: ChatRequest, received: float, arrival: float
+    ) -> None:
         cfg = self.config
         model = chat.model
         if model not in SCENARIOS:
@@ -232,6 +240,7 @@ class SyntheticServer:
         served = Served(
             seq=seq,
             model=model,
+            received=received,
             arrival=arrival,
             prompt_tokens=chat.prompt_tokens,
             fault=fault,
