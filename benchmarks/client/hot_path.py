@@ -7,7 +7,10 @@ streams ran, divided by the tokens, is the step's cost; the difference between t
 that step adds. The first step, which only counts reads, is the floor of any client that reads
 each event as it arrives (one wake of the process per read), whatever it does with the bytes.
 Step ``c-read`` is the same in C (``c_reader.c``, compiled here with ``cc`` when there is one):
-the kernel's share of a read, which no client in any language avoids.
+the kernel's share of a read, which no client in any language avoids. Step ``c-parse`` is what a
+client compiled in C would cost: headers, chunked body, SSE, a scan of each event for its token
+and usage, a timestamp per token, and a stall watch without a timer (each read's kernel receive
+stamp); its token count is checked against what was asked for.
 
     python benchmarks/client/hot_path.py --streams 64 --rate 40 --repeat 3
 
@@ -113,6 +116,7 @@ class _Json(_Sse):
 
 STEPS: dict[str, type[_Reads] | None] = {
     "c-read": None,  # c_reader.c, its own process
+    "c-parse": None,  # c_reader.c in parse mode
     "read": _Reads,
     "timestamp": _Stamps,
     "http": _Http,
@@ -162,8 +166,9 @@ async def _run_step(step: str, url: str, streams: int, tokens: int) -> float:
     return time.process_time() - cpu0
 
 
-def _c_read(url: str, streams: int, tokens: int, build: Path) -> float | None:
-    """CPU seconds of ``c_reader.c`` over the same streams; None without a C compiler."""
+def _c_read(url: str, streams: int, tokens: int, build: Path, mode: str) -> float | None:
+    """CPU seconds of ``c_reader.c`` in ``mode`` (read or parse) over the same streams; None
+    without a C compiler."""
     binary = build / "c_reader"
     if not binary.exists():
         compiler = shutil.which("cc") or shutil.which("gcc")
@@ -173,9 +178,15 @@ def _c_read(url: str, streams: int, tokens: int, build: Path) -> float | None:
         subprocess.run([compiler, "-O2", "-o", str(binary), str(source)], check=True)
     port = url.rsplit(":", 1)[1]
     out = subprocess.run(
-        [str(binary), port, str(streams), str(tokens)], capture_output=True, text=True, check=True
+        [str(binary), port, str(streams), str(tokens), mode],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    return float(out.split()[0].removeprefix("cpu_s="))
+    fields = dict(item.split("=", 1) for item in out.split())
+    if mode == "parse" and int(fields["events"]) != streams * tokens:
+        raise SystemExit(f"c-parse counted {fields['events']} tokens of {streams * tokens}: {out}")
+    return float(fields["cpu_s"])
 
 
 def _load() -> str:
@@ -197,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     build = Path(tempfile.mkdtemp(prefix="rigbook-hot-path-"))
 
     def run(step: str) -> float | None:
-        if step == "c-read":
-            return _c_read(url, args.streams, args.tokens, build)
+        if step.startswith("c-"):
+            return _c_read(url, args.streams, args.tokens, build, step.removeprefix("c-"))
         return uvloop.run(_run_step(step, url, args.streams, args.tokens))
 
     try:

@@ -47,8 +47,8 @@ def test_hot_path_prints_a_cost_for_every_step():
     assert done.returncode == 0, done.stderr
     steps = re.findall(r"^(\S+)\s+([\d.]+) µs/token", done.stdout, re.M)
     names = ["read", "timestamp", "http", "sse", "json", "rigbook", "rigbook+monitor"]
-    # the C reader's step needs a compiler; the machines that build llama.cpp have one
-    names = (["c-read"] if shutil.which("cc") or shutil.which("gcc") else []) + names
+    # the C reader's steps need a compiler; the machines that build llama.cpp have one
+    names = (["c-read", "c-parse"] if shutil.which("cc") or shutil.which("gcc") else []) + names
     assert [name for name, _ in steps] == names, done.stdout
     assert all(float(us) > 0 for _, us in steps)
 
