@@ -342,6 +342,45 @@ def _event(data: dict) -> bytes:
     return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 
+# Numbers no reply holds, rendered where a chunk's running counts go (see _chunk_format).
+_DONE_MARK, _TOTAL_MARK = -987654321, -987654322
+
+
+@lru_cache(maxsize=64)
+def _chunk_format(model: str, kind: str, n: int, prompt_tokens: int) -> bytes:
+    """A chunk of ``n`` tokens with continuous usage, rendered once as a ``%``-format whose two
+    ``%d`` are its completion and total tokens: a 1,000-event reply is then formatted, not
+    JSON-encoded event by event, so a burst of new reply shapes does not hold the server's loop
+    (about 5 µs an event encoded, under 1 formatted)."""
+    event = _event(
+        {
+            "id": "synthetic",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": _DONE_MARK,
+                "total_tokens": _TOTAL_MARK,
+            },
+        }
+    ).replace(b"%", b"%%")
+    return event.replace(b"%d" % _DONE_MARK, b"%d").replace(b"%d" % _TOTAL_MARK, b"%d")
+
+
+@lru_cache(maxsize=64)
+def _chunk(model: str, kind: str, n: int) -> bytes:
+    """A chunk of ``n`` tokens without usage: every such chunk of a reply is the same bytes."""
+    return _event(
+        {
+            "id": "synthetic",
+            "object": "chat.completion.chunk",
+            "model": model,
+            "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}],
+        }
+    )
+
+
 @lru_cache(maxsize=256)
 def _events(
     model: str,
@@ -357,19 +396,14 @@ def _events(
     while sent < total:
         n = min(per_chunk, total - sent)
         kind = "reasoning_content" if sent < reasoning else "content"
-        chunk: dict = {
-            "id": "synthetic",
-            "object": "chat.completion.chunk",
-            "model": model,
-            "choices": [{"index": 0, "delta": {kind: "tok " * n}, "finish_reason": None}],
-        }
         if usage_mode == "continuous":
-            chunk["usage"] = {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": sent + n,
-                "total_tokens": prompt_tokens + sent + n,
-            }
-        chunks.append(_event(chunk))
+            chunk = _chunk_format(model, kind, n, prompt_tokens) % (
+                sent + n,
+                prompt_tokens + sent + n,
+            )
+        else:
+            chunk = _chunk(model, kind, n)
+        chunks.append(chunk)
         counts.append(n)
         sent += n
     tail = _event(

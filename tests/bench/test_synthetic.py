@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rigbook.bench.result import load_result, verify_hash
+from rigbook.bench.synthetic_server import _events
 from tests.bench.helpers import bench, recorded, synthetic_server, within
 
 
@@ -213,3 +217,34 @@ def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):
     assert after["tokens"] - before["tokens"] == 30
     # Three tokens an event, ten events; events that fall due together share one write.
     assert 1 <= after["writes"] - before["writes"] <= 10
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    model=st.sampled_from(["synthetic", "synthetic-final", "synthetic-nousage", 'a %d "b" 100%']),
+    per_chunk=st.integers(1, 8),
+    total=st.integers(1, 80),
+    prompt_tokens=st.integers(0, 5000),
+    reasoning=st.integers(0, 90),
+)
+def test_a_rendered_reply_says_what_it_sends(model, per_chunk, total, prompt_tokens, reasoning):
+    """Every event is the JSON it claims: its tokens, their kind and, with continuous usage, the
+    running counts (formatted into a template, not encoded per event), a model name with `%` too."""
+    reply = _events(model, per_chunk, total, prompt_tokens, reasoning, False)
+    sent = 0
+    for chunk, n in zip(reply.chunks, reply.counts, strict=True):
+        assert chunk.startswith(b"data: ") and chunk.endswith(b"\n\n")
+        data = json.loads(chunk[6:])
+        kind = "reasoning_content" if sent < reasoning else "content"
+        assert data["model"] == model
+        assert data["choices"][0]["delta"] == {kind: "tok " * n}
+        sent += n
+        if model in ("synthetic-final", "synthetic-nousage"):
+            assert "usage" not in data
+        else:
+            assert data["usage"] == {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": sent,
+                "total_tokens": prompt_tokens + sent,
+            }
+    assert sent == total
