@@ -173,8 +173,10 @@ _EXCEPTION_LINE = re.compile(
 
 
 def stderr_tail(text: str, lines: int = 6) -> tuple[str, ...]:
-    """The last non-blank lines of a client's output, each cut to 300 characters."""
-    return tuple(ln.rstrip()[:300] for ln in text.splitlines() if ln.strip())[-lines:]
+    """The last lines of a client's output that say something (not blank, not a traceback's
+    ``^^^`` marks), each cut to 300 characters."""
+    said = [ln.rstrip()[:300] for ln in text.splitlines() if ln.strip().strip("^~")]
+    return tuple(said[-lines:])
 
 
 # Failures whose cause is known, by a phrase of their output: the cause in a few words.
@@ -426,7 +428,14 @@ def measure_once_more(measure: Callable[[], Run]) -> Run:
     )
     print_tail(run.tool, run.stderr_tail)
     again = measure()
-    again.faults = ", ".join(f for f in (again.faults, f"retried after {run.faults}") if f)
+    if again.failed:
+        print(f"{run.tool} rate {run.rate:g} streams {run.streams} failed again", flush=True)
+        print_tail(again.tool, again.stderr_tail)
+    again.faults = (
+        f"twice: {run.faults}"
+        if again.faults == run.faults
+        else ", ".join(f for f in (again.faults, f"retried after {run.faults}") if f)
+    )
     again.stderr_tail = again.stderr_tail or run.stderr_tail
     return again
 
@@ -518,7 +527,6 @@ def main(argv: list[str] | None = None) -> int:
                         f"{run.faults}",
                         flush=True,
                     )
-                    print_tail(tool, run.stderr_tail)
     text = table(runs, loads, missing)
     print(text)
     if args.out:
