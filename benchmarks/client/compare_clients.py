@@ -10,8 +10,11 @@ fills the file cache), and divided by the
 tokens the server counted (µs per token); the ceiling is 10^6 ÷ that, the tokens per second one
 core could take in. Where what is left is within twice the three start-ups' spread, the cost is not
 resolved and shows as "-" (short, slow cells: a few hundred tokens cost less than the start-up
-scatters). Faults are the flags each client raised. The machine's load average is printed
-beside the table: the machine is shared, and every figure moves with it.
+scatters). Faults are the flags each client raised; a client that exits non-zero shows as
+``exit N: <cause>``, its stderr's last lines printed as it happens and again below the table, and a
+failed cell is run once more on a fresh server (same command), the first failure kept in its faults.
+The machine's load average is printed beside the table: the machine is shared, and every figure
+moves with it.
 
     python benchmarks/client/compare_clients.py --peers-venv ~/.cache/rigbook/bench-peers \\
         --tokenizer /path/to/a/tokenizer/folder --out benchmarks/client/results.md
