@@ -64,6 +64,7 @@ class Run:
     # The last lines of a client's stderr when it exited non-zero: why, kept in the raw output.
     stderr_tail: tuple[str, ...] = ()
     failed: bool = False  # it exited non-zero, or left no result or an incomplete one
+    exit_code: int = 0
 
     @property
     def error_pct(self) -> float | None:
@@ -358,6 +359,7 @@ def read_result(run: Run, done: subprocess.CompletedProcess, reader) -> tuple[fl
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
         # A client that failed leaves no result; one that exited 0 without one is a fault too.
         reported, faults = None, "" if done.returncode else f"no result ({type(exc).__name__})"
+    run.exit_code = done.returncode
     run.failed = done.returncode != 0 or reported is None or "missing from its result" in faults
     if done.returncode != 0:
         text = done.stderr or done.stdout
@@ -443,6 +445,27 @@ def measure_once_more(measure: Callable[[], Run]) -> Run:
     return again
 
 
+def startup_cost(measure: Callable[[], Run]) -> Startup:
+    """A client's start-up CPU: one request of one token (``measure``), three times after one that
+    fills the file cache; the median and the spread. Such a run reports no rate (one token has
+    none; llama-benchy's ``tg_throughput`` is then empty), so only its exit status says whether it
+    ran; one that exited non-zero is run once more, and a second failure stops the comparison,
+    since every cost per token of that client would subtract an unknown."""
+    cpus = []
+    for _ in range(4):
+        run = measure()
+        if run.exit_code != 0:
+            print(f"{run.tool} start-up run failed, run once more: {run.faults}", flush=True)
+            print_tail(run.tool, run.stderr_tail)
+            run = measure()
+            if run.exit_code != 0:
+                print_tail(run.tool, run.stderr_tail)
+                raise SystemExit(f"{run.tool}: its start-up run failed twice ({run.faults})")
+        cpus.append(run.cpu_s)
+    cpus = cpus[1:]
+    return Startup(statistics.median(cpus), max(cpus) - min(cpus))
+
+
 def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
     lines = [
         "| client | tok/s per request | streams | truth tok/s | reported tok/s "
@@ -510,9 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         for tool in tools:
             # One request of one token, three times after one that fills the file cache: the
             # start-up and import cost taken off every run (the median), and how much it scatters.
-            startup_point = partial(measure_point, tool, 1000, 1, 1, args, tmp, {})
-            cpus = [measure_once_more(startup_point).cpu_s for _ in range(4)][1:]
-            startup[tool] = Startup(statistics.median(cpus), max(cpus) - min(cpus))
+            startup[tool] = startup_cost(partial(measure_point, tool, 1000, 1, 1, args, tmp, {}))
             print(f"{tool} start-up: {startup[tool]}", flush=True)
         for rate in (float(x) for x in args.rates.split(",")):
             for streams in (int(x) for x in args.streams.split(",")):

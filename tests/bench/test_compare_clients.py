@@ -156,3 +156,39 @@ def test_a_client_past_its_time_is_killed_and_says_so():
     done, _ = cc.run_child([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
     assert done.returncode == -9
     assert cc.failure_cause(done.stderr) == "killed: timed out after 0.5 s"
+
+
+def _start_up_runs(exit_codes: list[int]):
+    """A stand-in for one start-up measurement per call: each exits with the next code, reports
+    no rate (one token has none) and used 0.5 s of CPU more than the one before."""
+    calls: list[int] = []
+
+    def measure():
+        code = exit_codes[len(calls)]
+        calls.append(code)
+        return cc.Run(
+            tool="llama-benchy",
+            rate=1000,
+            streams=1,
+            cpu_s=0.5 * len(calls),
+            failed=True,
+            exit_code=code,
+            faults=f"exit {code}" if code else "",
+        )
+
+    return measure, calls
+
+
+def test_a_start_up_run_without_a_rate_is_not_run_again(capsys):
+    """llama-benchy reports no rate for one token; its start-up runs succeeded all the same."""
+    measure, calls = _start_up_runs([0, 0, 0, 0])
+    startup = cc.startup_cost(measure)
+    assert len(calls) == 4 and "failed" not in capsys.readouterr().out
+    assert startup.median == pytest.approx(1.5) and startup.spread == pytest.approx(1.0)
+
+
+def test_a_start_up_run_that_fails_twice_stops_the_comparison():
+    measure, calls = _start_up_runs([0, 1, 1])
+    with pytest.raises(SystemExit, match="start-up run failed twice"):
+        cc.startup_cost(measure)
+    assert calls == [0, 1, 1]
