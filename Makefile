@@ -53,15 +53,18 @@ INSTALL_LLAMA_CPP = $(PIP) install --no-deps --force-reinstall $(WHEELHOUSE)/lla
 LINK_LLAMA_SERVER = ln -sf "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/llama_cpp/bin/llama-server" \
 	  $(BIN)/llama-server && $(BIN)/llama-server --version
 
-$(STAMP_DEMO): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+# setup.py and the reader's C source: a changed reader is compiled again.
+$(STAMP_DEMO): pyproject.toml setup.py rigbook/bench/_reader.c $(BIN)/python $(WHEELHOUSE)/.built
 	$(INSTALL_LLAMA_CPP)
 	$(PIP) install -e '.[embedded]'
 	$(LINK_LLAMA_SERVER)
 	touch $@
 
-$(STAMP_TEST): pyproject.toml $(BIN)/python $(WHEELHOUSE)/.built
+$(STAMP_TEST): pyproject.toml setup.py rigbook/bench/_reader.c $(BIN)/python $(WHEELHOUSE)/.built
 	$(INSTALL_LLAMA_CPP)
 	$(PIP) install -e '.[embedded,quality,test]'
+	@# Optional for a user (rigbook falls back to its Python client); the tests need it built.
+	$(BIN)/python -c "from rigbook.bench import _reader" || { echo "the compiled bench reader did not build: install a C compiler and Python's headers (Debian: gcc python3-dev)" >&2; exit 1; }
 	$(LINK_LLAMA_SERVER)
 	touch $@ $(STAMP_DEMO)
 

@@ -62,6 +62,7 @@ class Code(StrEnum):
     E_MODEL_ID = "E_MODEL_ID"
     E_EMPTY_REPLY = "E_EMPTY_REPLY"
     E_BENCH_INVALID = "E_BENCH_INVALID"
+    E_BENCH_CLIENT = "E_BENCH_CLIENT"
     E_ENGINE_ERROR = "E_ENGINE_ERROR"
     W_CLIENT_BOUND = "W_CLIENT_BOUND"
     W_SERVER_COUNT = "W_SERVER_COUNT"
@@ -436,6 +437,16 @@ _ALL = [
         "bench",
         "A bench cell had failed requests and is not valid.",
         "Read each failure reason in the result; fix the server or the profile and run again.",
+    ),
+    _c(
+        Code.E_BENCH_CLIENT,
+        "error",
+        "InputError",
+        "bench",
+        "The compiled bench client was asked for but cannot stream this run: it was not built "
+        "into this install (no C compiler at setup, or not Linux), or the endpoint is https.",
+        "Run `make setup` where a C compiler is present, or pass `--client auto` (the compiled "
+        "client where it can, else Python) or `--client python`.",
     ),
     _c(
         Code.E_ENGINE_ERROR,

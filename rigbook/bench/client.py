@@ -193,15 +193,7 @@ class _Stream(asyncio.Protocol):
         if payload == b"[DONE]":
             self.saw_done = True
             return
-        try:
-            data = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            self.raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
-            return
-        if type(data) is not dict:
-            self.raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
-            return
-        apply_event(self.raw, data, self._now)
+        apply_payload(self.raw, payload, self._now)
 
     def _check_stall(self) -> None:
         if self.finished.done():
@@ -225,22 +217,42 @@ class _Stream(asyncio.Protocol):
     def _finish(self) -> None:
         if self.finished.done():
             return
-        raw = self.raw
-        raw.done = _perf()
         if self.timer is not None:
             self.timer.cancel()
-        if raw.error is None and self.status >= 400:
-            raw.error = f"http_{self.status}: {self.error_body.decode('utf-8', 'replace')}"
-        elif raw.error is None and self.status == 0:
-            raw.error = "dropped: the connection closed before a reply"
-        elif raw.error is None and not self.saw_done and raw.finish_reason is None:
-            raw.error = "dropped: stream ended without finish_reason or [DONE]"
+        close_request(self.raw, self.status, self.error_body, self.saw_done, _perf())
         self.finished.set_result(None)
 
 
 def _loop_time(perf_t: float) -> float:
     """A perf_counter time on the loop's clock (both are CLOCK_MONOTONIC here, but say so once)."""
     return asyncio.get_running_loop().time() + (perf_t - _perf())
+
+
+def close_request(
+    raw: RawRequest, status: int, error_body: bytes, saw_done: bool, done: float
+) -> None:
+    """The stream is over at ``done``: say why it failed, if it did and nothing has said so yet."""
+    raw.done = done
+    if raw.error is None and status >= 400:
+        raw.error = f"http_{status}: {error_body.decode('utf-8', 'replace')}"
+    elif raw.error is None and status == 0:
+        raw.error = "dropped: the connection closed before a reply"
+    elif raw.error is None and not saw_done and raw.finish_reason is None:
+        raw.error = "dropped: stream ended without finish_reason or [DONE]"
+
+
+def apply_payload(raw: RawRequest, payload: bytes, now: float) -> None:
+    """Parse one SSE event's data (not ``[DONE]``) and fold it into ``raw``; data that is not a
+    JSON object fails the request."""
+    try:
+        data = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
+        return
+    if type(data) is not dict:
+        raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
+        return
+    apply_event(raw, data, now)
 
 
 def apply_event(raw: RawRequest, data: dict, now: float) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigbook.bench.clients import ClientChoice
 from rigbook.bench.result import BenchResult
 from rigbook.errors import InputError, RigbookError
 
@@ -51,6 +52,12 @@ class MeasureRequest(BaseModel):
         default=None,
         description="Processes a cell's streams run in; default: one per 256 streams, at most "
         "the usable CPUs (rigbook.bench.workers). 1 keeps every stream in this process.",
+    )
+    client: ClientChoice = Field(
+        default="auto",
+        description="Which client streams the requests: compiled (a reader thread in C with the "
+        "kernel's receive stamps), python (asyncio, stamped at each read), or auto: compiled "
+        "where it was built and the endpoint is plain HTTP.",
     )
     recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
     out: Path | None = Field(
@@ -231,6 +238,7 @@ async def measure_async(
         warmup=request.warmup,
         stall_timeout_s=request.stall_timeout_s,
         workers=request.workers,
+        client=request.client,
         recipe_slug=request.recipe,
         out=target,
         **_recipe_facts(request.recipe),

@@ -124,11 +124,28 @@ class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
     loop_lag_ms: Distribution = Field(
-        description="How late the stall ticker (1-5 ms period) woke on the client's event loop."
+        description="How late the client woke when it meant to: the stall ticker (1-5 ms period) on "
+        "the Python client's event loop, or the compiled reader's thread after each paced wait."
     )
     loop_lag_worst_ms: float | None = Field(
         default=None,
-        description="The ticker's latest wake: a lower bound of the longest client stall.",
+        description="Its latest wake: with the Python client, a lower bound of the longest stall.",
+    )
+    timestamps: Literal["kernel"] | None = Field(
+        default=None,
+        description="'kernel': each event carries the kernel's receive stamp (the compiled reader), "
+        "so a late read moves no timestamp; absent: each event is stamped when the client read it.",
+    )
+    merged_read_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: the longest time over which a read that held several "
+        "events of one stream may have received the earlier ones. They carry the stamp of the "
+        "read's last byte, so no timestamp moved further than this.",
+    )
+    end_late_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: the longest the event loop took to take a stream's end "
+        "from the reader; the stream's lane sent its next request no sooner.",
     )
     stall_worst_bound_ms: float | None = Field(
         default=None,
@@ -405,6 +422,9 @@ LATER_FIELDS = frozenset(
         "workers",
         "per_worker",
         "parent_cpu_s",
+        "timestamps",
+        "merged_read_worst_ms",
+        "end_late_worst_ms",
     }
 )
 

@@ -23,20 +23,21 @@ from rigbook import __version__
 from rigbook.bench import server_metrics
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
-from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
+from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.clients import CellClient, ClientChoice, open_client, resolve
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import Profile
 from rigbook.bench.result import (
     BenchResult,
     Cell,
+    ClientLoad,
     Conditions,
     ProfileRef,
     RequestRecord,
     save_result,
 )
 from rigbook.bench.scheduler import (
-    ClientMonitor,
     judge_client,
     run_burst,
     run_sustained,
@@ -67,6 +68,8 @@ class BenchSpec(BaseModel):
     warmup: int | None = None
     stall_timeout_s: float | None = None
     workers: int | None = None
+    # Which client streams the requests (rigbook.bench.clients): auto takes the compiled one.
+    client: ClientChoice = "auto"
     recipe_slug: str | None = None
     recipe_revision: int | None = None
     recipe_engine: str | None = None
@@ -191,6 +194,7 @@ async def _run(
     journal = Journal(jpath)
     journal.write("start", conditions=cond, extra=spec.extra)
     target = Target(spec.url)
+    kind = resolve(spec.client, target)
     bodies = RequestBodies(p, model, prompts, max_tokens)
     plan = CellPlan(
         target=target,
@@ -201,11 +205,16 @@ async def _run(
         mode=mode,
         metrics=client,
         url=spec.url,
+        client=kind,
     )
 
     # Worker processes only when some cell needs more than this one (rigbook.bench.workers).
     size = max(cell_workers(c, spec.workers) for c in levels)
-    pool = WorkerPool(size, url=spec.url, bodies=bodies, stall_s=stall) if size > 1 else None
+    pool = (
+        WorkerPool(size, url=spec.url, bodies=bodies, stall_s=stall, client=kind)
+        if size > 1
+        else None
+    )
     sampler.start()
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
@@ -283,17 +292,22 @@ class CellPlan:
         mode: Literal["burst", "sustained"],
         metrics: httpx.AsyncClient,
         url: str,
+        client: Literal["compiled", "python"] = "python",
     ) -> None:
         self.target, self.bodies, self.stall_s = target, bodies, stall_s
         self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
-        self.metrics, self.url = metrics, url
+        self.metrics, self.url, self.client = metrics, url, client
 
-    def sender(self, reads: ReadWatch | None = None):
+    def open_client(self) -> CellClient:
+        """A client for one cell or the warmup, on the running loop; ``close()`` it after."""
+        return open_client(self.client, self.target, self.stall_s)
+
+    def sender(self, client: CellClient):
         """``send(i, raw)``: stream request ``i`` (prompt ``i mod prompts``) into ``raw``."""
         body = self.bodies.body
 
         async def send(i: int, raw: RawRequest) -> None:
-            await stream_chat(self.target, body(i), self.stall_s, raw, reads=reads)
+            await client.send(body(i), raw)
 
         return send
 
@@ -326,20 +340,25 @@ async def _warmup(
 ) -> list[RequestRecord]:
     """Requests one at a time before measuring, until one succeeds; each is journaled and kept.
     Setting ``stop`` ends the request in flight too; that one is neither a failure nor kept."""
-    send = plan.sender()
+    client = plan.open_client()
+    send = plan.sender(client)
     records: list[RequestRecord] = []
-    for i in range(count):
-        if stop.is_set():
-            break
-        raw = RawRequest()
-        await until_done_or_stopped([asyncio.create_task(send(i, raw))], stop)
-        if stop.is_set() and raw.done is None:
-            break
-        rec = plan.record(raw, cell=-1, index=i, t0=raw.sent).model_copy(update={"warmup": True})
-        journal.write("request", record=rec)
-        records.append(rec)
-        if rec.ok:
-            break
+    try:
+        for i in range(count):
+            if stop.is_set():
+                break
+            raw = RawRequest()
+            await until_done_or_stopped([asyncio.create_task(send(i, raw))], stop)
+            if stop.is_set() and raw.done is None:
+                break
+            rec = plan.record(raw, cell=-1, index=i, t0=raw.sent)
+            rec = rec.model_copy(update={"warmup": True})
+            journal.write("request", record=rec)
+            records.append(rec)
+            if rec.ok:
+                break
+    finally:
+        client.close()
     return records
 
 
@@ -373,9 +392,9 @@ async def _measure_cell(
     records: list[RequestRecord] = []
     # (index, raw, prompt index or None for index mod prompts)
     raws: list[tuple[int, RawRequest, int | None]] = []
-    reads = ReadWatch()
-    send = plan.sender(reads)
-    monitor = ClientMonitor(reads)
+    # One client per cell run here; a cell shared by worker processes uses theirs.
+    local = pool is None or workers <= 1
+    streams = plan.open_client() if local else None
     t0 = time.perf_counter()
 
     pending: deque[tuple[int, RawRequest, int | None]] = deque()
@@ -427,8 +446,10 @@ async def _measure_cell(
     counted = await server_metrics.read(plan.metrics, plan.url)
     sampler.begin()
     recorder = asyncio.create_task(record_pending())
+    load: ClientLoad | None = None
     try:
-        if pool is not None and workers > 1:
+        if streams is None:
+            assert pool is not None
             shared = await pool.run_cell(
                 mode=mode,
                 workers=workers,
@@ -440,7 +461,8 @@ async def _measure_cell(
             )
             edges = shared.window
         else:
-            monitor.start()
+            send = plan.sender(streams)
+            streams.start()
             if requests is not None:
                 await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
             elif duration is not None:
@@ -450,13 +472,15 @@ async def _measure_cell(
     finally:
         recorder.cancel()
         await asyncio.gather(recorder, return_exceptions=True)
+        # Energy and client load are read as the streams end, before the last records are
+        # built, so neither counts work that happens outside the token window.
+        telemetry = sampler.end()
+        if streams is not None:
+            load = await streams.stop()
+            streams.close()
         while pending:  # every stream has ended: nothing left to stall
             ended(*pending.popleft())
     window = (edges[0] - t0, edges[1] - t0) if edges is not None else None
-    # Energy and client load are read as the streams end, before the records are built, so
-    # neither counts work that happens outside the token window.
-    telemetry = sampler.end()
-    load = await monitor.stop() if shared is None else None
     # Engines update their counters as a response returns; every stream has ended by now.
     counted_after = await server_metrics.read(plan.metrics, plan.url) if counted else None
     ranks = shared.ranks if shared is not None else {}
@@ -465,7 +489,7 @@ async def _measure_cell(
     records.sort(key=lambda r: r.index)
     if shared is not None:
         load = merge_loads(shared, records)
-    assert load is not None, "the cell's own monitor or its workers measured the client"
+    assert load is not None, "the cell's own client or its workers measured the client"
     client = judge_client(load, records)
     prompt = [r.prompt_tokens for r in records if r.prompt_tokens is not None]
     server = server_metrics.compare(

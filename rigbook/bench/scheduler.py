@@ -140,7 +140,24 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
     if stall is None:
         stall = load.loop_lag_worst_ms
     reasons = []
-    if tokens and stall is not None and stall > limit:
+    if load.timestamps == "kernel":
+        # Kernel stamps: a late read moves a timestamp only when it held several events of one
+        # stream, and then by at most the window it measured; a late loop delays the next request.
+        moved = load.merged_read_worst_ms or 0.0
+        late = load.end_late_worst_ms or 0.0
+        gap = f"limit {limit:.1f} ms, {STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap"
+        if tokens and moved > limit:
+            reasons.append(
+                f"a read held several events of one stream, the earlier ones stamped up to "
+                f"{moved:.1f} ms late ({gap} between a stream's events; the reader woke up to "
+                f"{load.loop_lag_worst_ms or 0:.1f} ms late)"
+            )
+        if tokens and late > limit:
+            reasons.append(
+                f"the event loop took a stream's end up to {late:.1f} ms late, so its lane's next "
+                f"request went out late ({gap} between a stream's events)"
+            )
+    elif tokens and stall is not None and stall > limit:
         busy = load.worst_stall_cpu_ms
         cause = (
             ""

@@ -2,8 +2,8 @@
 
 Started by the parent as ``python -c "...worker_main(fd)"`` with one end of a socket pair. It
 reads its setup, proves the clock (:func:`~rigbook.bench.worker_protocol.check_clock`), says it
-is ready, then runs each order with the same schedulers a one-process cell uses, under its own
-:class:`~rigbook.bench.client.ReadWatch` and :class:`~rigbook.bench.scheduler.ClientMonitor`.
+is ready, then runs each order with the same schedulers a one-process cell uses, through its own
+client (:mod:`rigbook.bench.clients`, the kind the parent chose).
 It says when each request starts, sends each as it ends, and its client load when the cell is
 over. It leaves on ``Quit`` or when the parent's end closes.
 """
@@ -23,9 +23,10 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
+from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.clients import open_client
 from rigbook.bench.result import ClientLoad
-from rigbook.bench.scheduler import ClientMonitor, run_burst, run_sustained
+from rigbook.bench.scheduler import run_burst, run_sustained
 from rigbook.bench.worker_protocol import (
     BurstOrder,
     CellDone,
@@ -137,9 +138,8 @@ async def _stream(
     conn: Channel, setup: WorkerSetup, target: Target, order: Order, stop: asyncio.Event
 ) -> ClientLoad:
     """One cell's share: the same schedulers as a one-process run, with this worker's numbers."""
-    reads = ReadWatch()
-    monitor = ClientMonitor(reads)
-    body, stall = setup.bodies.body, setup.stall_s
+    client = open_client(setup.client, target, setup.stall_s)
+    body = setup.bodies.body
     if isinstance(order, BurstOrder):
         indices = order.indices
 
@@ -154,17 +154,22 @@ async def _stream(
     async def send(k: int, raw: RawRequest) -> None:
         i = number(k)
         conn.send(Started(i))
-        await stream_chat(target, body(i), stall, raw, reads=reads)
+        await client.send(body(i), raw)
 
     def on_done(k: int, raw: RawRequest) -> None:
         conn.send(Finished(number(k), PackedRaw.pack(raw)))
 
-    monitor.start()
-    if isinstance(order, BurstOrder):
-        await run_burst(
-            send, on_done, requests=len(order.indices), concurrency=order.lanes, stop=stop
-        )
-    else:
-        duration = max(order.end - time.perf_counter(), 0.0)
-        await run_sustained(send, on_done, concurrency=order.lanes, duration_s=duration, stop=stop)
-    return await monitor.stop()
+    client.start()
+    try:
+        if isinstance(order, BurstOrder):
+            await run_burst(
+                send, on_done, requests=len(order.indices), concurrency=order.lanes, stop=stop
+            )
+        else:
+            duration = max(order.end - time.perf_counter(), 0.0)
+            await run_sustained(
+                send, on_done, concurrency=order.lanes, duration_s=duration, stop=stop
+            )
+        return await client.stop()
+    finally:
+        client.close()

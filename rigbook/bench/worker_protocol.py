@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import RawRequest
@@ -101,6 +102,7 @@ class WorkerSetup:
     bodies: RequestBodies
     stall_s: float
     clock: float
+    client: Literal["compiled", "python"] = "python"
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,8 +208,17 @@ class _CellRun:
 class WorkerPool:
     """Worker processes for a run's cells: started once, given each cell's share, quit at the end."""
 
-    def __init__(self, size: int, *, url: str, bodies: RequestBodies, stall_s: float) -> None:
+    def __init__(
+        self,
+        size: int,
+        *,
+        url: str,
+        bodies: RequestBodies,
+        stall_s: float,
+        client: Literal["compiled", "python"] = "python",
+    ) -> None:
         self.size, self.url, self.bodies, self.stall_s = size, url, bodies, stall_s
+        self.client = client
         self._workers: list[_Worker] = []
         self._run: _CellRun | None = None
         self._ready: dict[int, asyncio.Future[Ready]] = {}
@@ -228,6 +237,7 @@ class WorkerPool:
             bodies=self.bodies.for_worker(slot),
             stall_s=self.stall_s,
             clock=time.perf_counter(),
+            client=self.client,
         )
         proc = subprocess.Popen(
             [
@@ -462,6 +472,10 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         stall_worst_bound_ms=_max(x.stall_worst_bound_ms for x in loads),
         worst_stall_cpu_ms=worst.worst_stall_cpu_ms if worst else None,
         read_gap_worst_ms=_max(x.read_gap_worst_ms for x in loads),
+        # Kernel stamps only when every worker had them: one that stamped at read is judged so.
+        timestamps="kernel" if loads and all(x.timestamps == "kernel" for x in loads) else None,
+        merged_read_worst_ms=_max(x.merged_read_worst_ms for x in loads),
+        end_late_worst_ms=_max(x.end_late_worst_ms for x in loads),
         cpu_s=sum(x.cpu_s for x in loads),
         wall_s=max((x.wall_s for x in loads), default=0.0),
         cpu_fraction=max((x.cpu_fraction for x in loads), default=0.0),

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -93,6 +94,12 @@ def register(app: typer.Typer) -> None:
             help="Processes each cell's streams run in (default: one per 256 streams, at most "
             "the usable CPUs; 1: all in this process).",
         ),
+        client: Literal["auto", "compiled", "python"] = typer.Option(
+            "auto",
+            "--client",
+            help="Which client streams the requests: compiled (C reader, kernel timestamps), "
+            "python, or auto (compiled where built and the URL is http).",
+        ),
         recipe: str = typer.Option(
             None,
             "--recipe",
@@ -122,6 +129,7 @@ def register(app: typer.Typer) -> None:
                 warmup=warmup,
                 stall_timeout_s=stall_timeout,
                 workers=workers,
+                client=client,
                 recipe=recipe,
                 out=out,
             )

@@ -1,4 +1,5 @@
-"""ClientMonitor and W_CLIENT_BOUND both ways: a planted stall is caught, a clean run is not."""
+"""The Python client's ClientMonitor and W_CLIENT_BOUND both ways: a planted stall is caught, a
+clean run is not. (The compiled client's watch: tests/bench/test_compiled_client.py.)"""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ def url():
 
 def _run(url, tmp_path, progress=None):
     return bench(
-        url, tmp_path / "r.json", progress=progress, concurrency=[4], requests=8, max_tokens=30
+        url,
+        tmp_path / "r.json",
+        progress=progress,
+        concurrency=[4],
+        requests=8,
+        max_tokens=30,
+        client="python",
     )
 
 
@@ -160,7 +167,13 @@ def test_records_built_as_streams_end_together_do_not_stall_the_others(tmp_path,
     monkeypatch.setattr(CellPlan, "record", slow_record)
     with synthetic_server("--rate 40 --tokens-per-chunk 1 --falloff 0") as base:
         result = bench(
-            base, tmp_path / "r.json", concurrency=[32], requests=32, max_tokens=60, warmup=1
+            base,
+            tmp_path / "r.json",
+            concurrency=[32],
+            requests=32,
+            max_tokens=60,
+            warmup=1,
+            client="python",
         )
     cell = result.cells[0]
     assert len(cell.requests) == 32 and cell.valid

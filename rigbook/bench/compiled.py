@@ -1,0 +1,202 @@
+"""The compiled client: the bench's streams read by a thread in C, their events parsed here.
+
+Python connects and writes each request, then hands the socket to the reader
+(``rigbook/bench/_reader.c``). Its thread reads the streams at a pace that lets several streams'
+events share one wake-up, frames HTTP and SSE, and stamps each event with when the kernel received
+it, so a late read moves no timestamp. Every batch of payloads comes back through one eventfd on
+the event loop and is parsed by :func:`~rigbook.bench.client.apply_payload`, the Python client's
+own parser: errors, usage, reasoning and finish reasons are read the same way by both.
+
+The client's watch on itself needs no timer. What a late read can distort is only the timestamps of
+a read that held several events of one stream, and the reader measures that window at every such
+read (``ClientLoad.merged_read_worst_ms``). What a late event loop can distort is when a lane's next
+request goes out, so the client keeps how late it took each stream's end
+(``ClientLoad.end_late_worst_ms``).
+
+Plain HTTP on Linux only; :func:`available` says whether the extension was built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass
+
+from rigbook.bench.client import RawRequest, Target, apply_payload, close_request
+from rigbook.bench.metrics import distribution
+from rigbook.bench.result import ClientLoad
+
+try:
+    from rigbook.bench import _reader  # type: ignore[attr-defined]
+except ImportError:  # not built: no C compiler at install, or not Linux
+    _reader = None
+
+_perf = time.perf_counter
+
+# The reader's pace: a quarter of the mean gap between a stream's events, 1 to 10 ms. A read
+# then holds one event of a stream unless the reader was late by most of a gap, and the window it
+# measures stays within half of the stall limit (half a gap) when it is on time.
+PACE_SHARE = 0.25
+PACE_MIN_S = 0.001
+PACE_MAX_S = 0.010
+# How long payloads may wait for the event loop: records and progress only, never timestamps.
+FLUSH_S = 0.1
+
+
+def available() -> bool:
+    """Whether the compiled reader was built into this install."""
+    return _reader is not None
+
+
+@dataclass
+class _Open:
+    raw: RawRequest
+    finished: asyncio.Future
+    sock: socket.socket
+
+
+class CompiledClient:
+    """Streams one cell's requests through the compiled reader; ``start``/``stop`` bracket the
+    cell's watch, ``close`` stops the reader's thread."""
+
+    kind = "compiled"
+
+    def __init__(self, target: Target, stall_s: float, connect_timeout_s: float = 10.0) -> None:
+        if _reader is None:
+            raise RuntimeError("the compiled reader is not built (rigbook.bench._reader)")
+        if target.tls:
+            raise ValueError("the compiled reader speaks plain HTTP; https goes through Python")
+        self.target, self.stall_s, self.connect_timeout_s = target, stall_s, connect_timeout_s
+        self._reader = _reader.Reader(
+            pace_share=PACE_SHARE, pace_min_s=PACE_MIN_S, pace_max_s=PACE_MAX_S, flush_s=FLUSH_S
+        )
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._reader.fileno(), self._take)
+        self._open: dict[int, _Open] = {}
+        self._address: tuple | None = None
+        self._cpu0 = self._wall0 = 0.0
+        self._end_late = 0.0
+
+    async def send(self, body: bytes, raw: RawRequest) -> None:
+        """Stream one request into ``raw``; never raises for a failed request, it says why in
+        ``raw.error``. Cancelling it stops the stream and keeps what had arrived."""
+        sock = await self._connect(raw)
+        if sock is None:
+            return
+        request = self.target.request_bytes(body)
+        # TTFT counts from the request going onto the wire, not from this client's queueing.
+        raw.sent = _perf()
+        try:
+            await self._loop.sock_sendall(sock, request)
+            stream = self._reader.add(sock.fileno(), self.stall_s)
+        except OSError as exc:
+            sock.close()
+            raw.error, raw.done = f"dropped: {type(exc).__name__}: {exc}", _perf()
+            return
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        entry = _Open(raw, self._loop.create_future(), sock)
+        self._open[stream] = entry
+        try:
+            await entry.finished
+        except asyncio.CancelledError:
+            taken = self._reader.cancel(stream)
+            if taken is not None:
+                self._fold(entry, taken[1], taken[2])
+            self._open.pop(stream, None)
+            sock.close()
+            raise
+
+    async def _connect(self, raw: RawRequest) -> socket.socket | None:
+        try:
+            if self._address is None:
+                infos = await self._loop.getaddrinfo(
+                    self.target.host, self.target.port, type=socket.SOCK_STREAM
+                )
+                self._address = infos[0]
+            family, kind, proto, _, address = self._address
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:
+            raw.error, raw.done = f"connect: {type(exc).__name__}: {exc}", _perf()
+            return None
+        sock.setblocking(False)
+        try:
+            await asyncio.wait_for(self._loop.sock_connect(sock, address), self.connect_timeout_s)
+        except (TimeoutError, OSError) as exc:
+            sock.close()
+            raw.error, raw.done = f"connect: {type(exc).__name__}: {exc}", _perf()
+            return None
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        return sock
+
+    def _take(self) -> None:
+        for stream, payloads, times, ending in self._reader.take():
+            entry = self._open.get(stream)
+            if entry is None:
+                continue
+            self._fold(entry, payloads, times)
+            if ending is None and entry.raw.error is not None:
+                # an in-band error or an event that is not JSON: this stream is over
+                ending = self._reader.cancel(stream)[3]
+            if ending is not None:
+                self._end(stream, entry, ending)
+
+    def _fold(self, entry: _Open, payloads: list[bytes], times: list[float]) -> None:
+        raw = entry.raw
+        for payload, at in zip(payloads, times, strict=True):
+            if raw.error is not None:
+                return
+            apply_payload(raw, payload, at)
+
+    def _end(self, stream: int, entry: _Open, ending: tuple) -> None:
+        status, saw_done, error, error_body, reads, ended_at = ending
+        # A lane's next request waits for this: a loop late here holds the server's slot idle.
+        self._end_late = max(self._end_late, _perf() - ended_at)
+        raw = entry.raw
+        if error is not None and raw.error is None:
+            raw.error = error
+        raw.reads = reads
+        close_request(raw, status, error_body, saw_done, ended_at)
+        del self._open[stream]
+        entry.sock.close()
+        if not entry.finished.done():
+            entry.finished.set_result(None)
+
+    def start(self) -> None:
+        """Begin the cell's watch: the reader's figures and the process CPU from now."""
+        self._reader.stats(reset=True)
+        self._cpu0, self._wall0 = time.process_time(), _perf()
+        self._end_late = 0.0
+
+    async def stop(self) -> ClientLoad:
+        """What the client did since :meth:`start`; ``judge_client`` decides if it mattered."""
+        cpu, wall = time.process_time() - self._cpu0, _perf() - self._wall0
+        stats = self._reader.stats(reset=True)
+        lags = distribution([1000.0 * lag for lag in stats["lags"]])
+        return ClientLoad(
+            loop_lag_ms=lags,
+            loop_lag_worst_ms=1000.0 * stats["lag_worst"] if lags.n else None,
+            read_gap_worst_ms=1000.0 * stats["read_gap_worst"],
+            timestamps="kernel",
+            merged_read_worst_ms=1000.0 * stats["merged_worst"],
+            end_late_worst_ms=1000.0 * self._end_late,
+            cpu_s=cpu,
+            wall_s=wall,
+            cpu_fraction=cpu / wall if wall > 0 else 0.0,
+            client_bound=False,
+        )
+
+    def close(self) -> None:
+        """Stop the reader's thread; streams still open are cut (their sockets closed)."""
+        self._loop.remove_reader(self._reader.fileno())
+        for stream, entry in list(self._open.items()):
+            self._reader.cancel(stream)
+            entry.sock.close()
+            if not entry.finished.done():
+                entry.finished.cancel()
+        self._open.clear()
+        self._reader.close()
