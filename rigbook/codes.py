@@ -462,8 +462,8 @@ _ALL = [
         "warning",
         None,
         "bench",
-        "The client may have stalled longer than the cell's stall limit (half the gap between a stream's events), so it, not the server, may have set the numbers of a cell.",
-        "Run the client on a less loaded machine or lower the concurrency; the cell is marked client_bound.",
+        "The client may have stalled longer than the cell's stall limit (half the gap between a stream's events), so it, not the server, may have set the numbers of a cell: the Python client's loop stalled, or the compiled client read several events of a stream at once or took a stream's end late.",
+        "Run the client on a less loaded machine, lower the concurrency or spread it with --workers; the cell is marked client_bound and its reason says which.",
     ),
     _c(
         Code.W_SERVER_COUNT,

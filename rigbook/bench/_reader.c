@@ -481,7 +481,10 @@ static void *run(void *arg) {
     pthread_mutex_unlock(&r->mu);
     while (buffer != NULL) {
         int n = epoll_wait(r->ep, ready, READY_MAX, timeout);
-        if (n < 0 && errno != EINTR) break;
+        /* A process stopped and continued (SIGSTOP, a debugger) comes back here with EINTR: it
+         * looked at no stream, so `since` must stay when the streams were last seen empty. */
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
         double t = now_of(CLOCK_MONOTONIC);
         double real_minus_mono = now_of(CLOCK_REALTIME) - t;
         int streams = 0;

@@ -179,6 +179,8 @@ class _Stream(asyncio.Protocol):
         self.pending = buf[start:]
 
     def on_message_complete(self) -> None:
+        if 100 <= self.status < 200:  # an interim reply (100 Continue): the real one follows
+            return
         self._close()
 
     # work

@@ -28,9 +28,11 @@ from rigbook.bench.metrics import distribution
 from rigbook.bench.result import ClientLoad
 
 try:
-    from rigbook.bench import _reader  # type: ignore[attr-defined]
+    from rigbook.bench._reader import Reader
+
+    BUILT = True
 except ImportError:  # not built: no C compiler at install, or not Linux
-    _reader = None
+    BUILT = False
 
 _perf = time.perf_counter
 
@@ -46,7 +48,7 @@ FLUSH_S = 0.1
 
 def available() -> bool:
     """Whether the compiled reader was built into this install."""
-    return _reader is not None
+    return BUILT
 
 
 @dataclass
@@ -63,12 +65,12 @@ class CompiledClient:
     kind = "compiled"
 
     def __init__(self, target: Target, stall_s: float, connect_timeout_s: float = 10.0) -> None:
-        if _reader is None:
+        if not BUILT:
             raise RuntimeError("the compiled reader is not built (rigbook.bench._reader)")
         if target.tls:
             raise ValueError("the compiled reader speaks plain HTTP; https goes through Python")
         self.target, self.stall_s, self.connect_timeout_s = target, stall_s, connect_timeout_s
-        self._reader = _reader.Reader(
+        self._reader = Reader(
             pace_share=PACE_SHARE, pace_min_s=PACE_MIN_S, pace_max_s=PACE_MAX_S, flush_s=FLUSH_S
         )
         self._loop = asyncio.get_running_loop()
@@ -141,7 +143,9 @@ class CompiledClient:
             self._fold(entry, payloads, times)
             if ending is None and entry.raw.error is not None:
                 # an in-band error or an event that is not JSON: this stream is over
-                ending = self._reader.cancel(stream)[3]
+                cut = self._reader.cancel(stream)
+                assert cut is not None, "only this loop cancels, and take() just listed it"
+                ending = cut[3]
             if ending is not None:
                 self._end(stream, entry, ending)
 

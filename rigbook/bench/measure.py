@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbook.bench.clients import ClientChoice
+from rigbook.bench.client import Target
+from rigbook.bench.clients import ClientChoice, resolve
 from rigbook.bench.result import BenchResult
 from rigbook.errors import InputError, RigbookError
 
@@ -226,6 +227,7 @@ async def measure_async(
             "Write e.g. --workers 2, or leave it out for what the concurrency needs.",
         )
     url = base_url(request.url)
+    resolve(request.client, Target(url))  # a client that cannot stream it: say so before any I/O
     target = request.out or default_out()
     spec = BenchSpec(
         url=url,

@@ -28,7 +28,10 @@ def _f(v: float | None, fmt: str = "{:.1f}") -> str:
 
 def _n(v: float | None) -> str:
     """A rate or latency in few characters: whole numbers from 100 up."""
-    return "-" if v is None else f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
+    if v is None:
+        return "-"
+    v = round(v, 1)  # 99.96 is "100", not "100.0"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}"
 
 
 class LiveProgress:

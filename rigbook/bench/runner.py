@@ -402,7 +402,13 @@ async def _measure_cell(
 
     def on_done(i: int, raw: RawRequest, prompt: int | None = None) -> None:
         pending.append((i, raw, prompt))
-        wake.set()
+        if raw.error is None:
+            wake.set()
+            return
+        # A failure may stop the cell (the capacity search's watch): record it before the lane
+        # that saw it sends again, or a fast refusal is followed by more of them.
+        while pending:
+            ended(*pending.popleft())
 
     def ended(i: int, raw: RawRequest, prompt: int | None) -> None:
         # Burst records are final once built. A sustained one is journaled now as a

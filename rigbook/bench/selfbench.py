@@ -27,7 +27,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from rigbook.bench.clients import ClientChoice
 from rigbook.bench.measure import MeasureRequest, measure
+from rigbook.bench.result import ClientLoad
 
 TOLERANCE = 0.01
 
@@ -62,7 +64,17 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
     raise RuntimeError("synthetic server did not start")
 
 
-def _level(url: str, conc: int, tokens: int, out: Path, workers: int | None) -> dict:
+def _judged_stall_ms(load: ClientLoad) -> float:
+    """The figure held against the stall limit: the Python client's longest stall, or the
+    compiled client's worst merged read or late stream end (see ``judge_client``)."""
+    if load.timestamps == "kernel":
+        return max(load.merged_read_worst_ms or 0.0, load.end_late_worst_ms or 0.0)
+    return load.stall_worst_bound_ms or 0.0
+
+
+def _level(
+    url: str, conc: int, tokens: int, out: Path, workers: int | None, client: ClientChoice
+) -> dict:
     httpx.post(url + "/_reset")
     request = MeasureRequest(
         url=url,
@@ -74,6 +86,7 @@ def _level(url: str, conc: int, tokens: int, out: Path, workers: int | None) -> 
         out=out,
         telemetry=False,
         workers=workers,
+        client=client,
     )
     result = measure(request).result
     cell = result.cells[0]
@@ -107,7 +120,8 @@ def _level(url: str, conc: int, tokens: int, out: Path, workers: int | None) -> 
             else None
         ),
         "cpu_fraction": load.cpu_fraction,
-        "stall_ms": load.stall_worst_bound_ms,
+        "client": load.timestamps or "loop",
+        "stall_ms": _judged_stall_ms(load),
         "stall_limit_ms": load.stall_limit_ms,
         "valid": cell.valid,
         "client_bound": cell.client_bound,
@@ -144,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="client processes per level (default: rigbook bench's, one per 256 streams)",
     )
+    ap.add_argument(
+        "--client",
+        choices=["auto", "compiled", "python"],
+        default="auto",
+        help="which client streams the requests (default: rigbook bench's)",
+    )
     args = ap.parse_args(argv)
     port = args.port or _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -154,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for conc in (int(x) for x in args.levels.split(",")):
-                row = _level(url, conc, args.tokens, Path(tmp) / f"c{conc}.json", args.workers)
+                row = _level(
+                    url, conc, args.tokens, Path(tmp) / f"c{conc}.json", args.workers, args.client
+                )
                 rows.append(row)
                 parent = row["parent_us_per_token"]
                 console.print(
@@ -167,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait(10)
     table = Table(
-        title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per event)",
+        title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per "
+        f"event; {rows[0]['client']} timestamps)",
         box=box.SIMPLE_HEAD,
         padding=0,
         show_edge=False,

@@ -190,7 +190,7 @@ class SyntheticServer:
                         writer, {"error": {"message": f"bad request: {exc}"}}, status=400
                     )
                 else:
-                    await self._chat(writer, chat, received, arrival)
+                    await self._chat(reader, writer, chat, received, arrival)
             else:
                 await self._json(
                     writer,
@@ -221,7 +221,12 @@ class SyntheticServer:
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
 
     async def _chat(
-        self, writer: asyncio.StreamWriter, chat: ChatRequest, received: float, arrival: float
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        chat: ChatRequest,
+        received: float,
+        arrival: float,
     ) -> None:
         cfg = self.config
         model = chat.model
@@ -297,6 +302,19 @@ class SyntheticServer:
             b"Connection: close\r\n\r\n"
         )
         self.active += 1
+        counted = True
+
+        def hung_up(eof: asyncio.Future) -> None:
+            # A client that closes frees its slot at once, as an engine aborts the request: the
+            # next cell's streams must not find it still taken (and be refused) for a token gap.
+            nonlocal counted
+            if counted and not eof.cancelled() and (eof.exception() or eof.result() == b""):
+                counted = False
+                self.active -= 1
+                writer.transport.close()
+
+        eof = asyncio.ensure_future(reader.read(1))
+        eof.add_done_callback(hung_up)
         try:
             await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
             stream = Stream(
@@ -319,7 +337,10 @@ class SyntheticServer:
         except ConnectionError:
             pass
         finally:
-            self.active -= 1
+            eof.cancel()  # its callback may be queued already: `counted` stops a second count
+            if counted:
+                counted = False
+                self.active -= 1
 
     async def _fault(self, writer: asyncio.StreamWriter, fault: str | None) -> None:
         if fault == "error":

@@ -219,6 +219,25 @@ def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):
     assert 1 <= after["writes"] - before["writes"] <= 10
 
 
+def test_a_client_that_hangs_up_frees_its_stream_at_once():
+    """An engine aborts a request whose client closed; the server must not count it until a
+    write fails (the next cell would find its slot taken), nor twice when it ends on its own."""
+    body = {"model": "synthetic", "stream": True, "max_tokens": 4000, "messages": []}
+    with synthetic_server("--rate 400 --ttft-s 0.5") as url, httpx.Client() as http:
+        with http.stream("POST", url + "/v1/chat/completions", json=body) as reply:
+            assert reply.status_code == 200  # its first token is 0.5 s away
+            assert http.get(url + "/_record").json()["active"] == 1
+        # Noticed by a failed write instead, it would take the first token and one more.
+        deadline = time.monotonic() + 0.2
+        while http.get(url + "/_record").json()["active"] and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert http.get(url + "/_record").json()["active"] == 0
+        short = {**body, "max_tokens": 3}
+        for _ in range(3):
+            assert http.post(url + "/v1/chat/completions", json=short).status_code == 200
+        assert http.get(url + "/_record").json()["active"] == 0
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     model=st.sampled_from(["synthetic", "synthetic-final", "synthetic-nousage", 'a %d "b" 100%']),

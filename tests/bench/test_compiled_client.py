@@ -1,0 +1,330 @@
+"""The compiled client (``rigbook/bench/_reader.c``) against the Python client it replaces.
+
+Both fill a :class:`~rigbook.bench.client.RawRequest` with the same parser; here a scripted
+server on loopback sends every framing and fault the reader must handle, split at any byte,
+and the two clients must agree on everything but the timestamps. Then what the compiled client
+exists for: a stalled event loop moves no timestamp (the kernel stamped each read), while a
+stalled process that let a read hold several events is flagged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rigbook.bench import compiled
+from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.clients import LoopClient, resolve
+from rigbook.bench.metrics import distribution
+from rigbook.bench.result import ClientLoad, load_result
+from rigbook.bench.scheduler import judge_client
+from rigbook.codes import Code
+from rigbook.errors import InputError
+from tests.bench.helpers import bench, rigbook, start_bench, synthetic_server, within
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.skipif(not compiled.available(), reason="the reader was not built")
+
+SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+
+
+def event(data: dict | str, end: bytes = b"\n\n") -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data)
+    return b"data: " + text.encode() + end
+
+
+def token(text: str = "x", usage: int | None = None) -> dict:
+    chunk: dict = {"choices": [{"index": 0, "delta": {"content": text}}]}
+    if usage is not None:
+        chunk["usage"] = {"prompt_tokens": 5, "completion_tokens": usage}
+    return chunk
+
+
+FINISH = {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+USAGE = {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+EVENTS = (
+    event(token("a"))
+    + event(token("b"))
+    + event({"choices": [{"index": 0, "delta": {"reasoning_content": "r"}}]})
+    + event(FINISH)
+    + event(USAGE)
+    + b"data: [DONE]\n\n"
+)
+
+
+def chunked(body: bytes, size: int = 17) -> bytes:
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+# Each reply as a server sends it, byte for byte; the connection closes after it.
+REPLIES = {
+    "chunked": SSE + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(EVENTS),
+    "content-length": SSE + b"Content-Length: %d\r\n\r\n" % len(EVENTS) + EVENTS,
+    "close-framed": SSE + b"Connection: close\r\n\r\n" + EVENTS,
+    "crlf events": SSE + b"\r\n" + EVENTS.replace(b"\n", b"\r\n"),
+    "comments and other fields": SSE
+    + b"\r\n: keep-alive\n\nevent: message\nid: 7\n"
+    + EVENTS.replace(b"\n\n", b"\n\n: ping\n\n"),
+    "one event on two data lines": SSE
+    + b"\r\n"
+    + b'data: {"choices": [{"index": 0,\ndata: "delta": {"content": "x"}}]}\n\n'
+    + EVENTS,
+    "usage on every token": SSE
+    + b"\r\n"
+    + event(token("a", 1))
+    + event(token("b", 2))
+    + event({**FINISH, "usage": {"prompt_tokens": 5, "completion_tokens": 2}})
+    + b"data: [DONE]\n\n",
+    "100 continue first": b"HTTP/1.1 100 Continue\r\n\r\n" + SSE + b"\r\n" + EVENTS,
+    "http 500": b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 25\r\n\r\n"
+    + b'{"error": "out of memory"}'[:25],
+    "in-band error": SSE
+    + b"\r\n"
+    + event(token("a"))
+    + event({"error": {"message": "engine died", "code": 500}})
+    + event(token("b")),
+    "not json": SSE + b"\r\n" + event(token("a")) + b"data: {nope\n\n",
+    "closed without done": SSE + b"\r\n" + event(token("a")) + event(token("b")),
+    "closed before a reply": b"",
+    "not http": b"SSH-2.0-OpenSSH_9.2\r\n",
+}
+
+
+async def serve(pieces: list[bytes], pause_s: float = 0.002, hold_s: float = 0.0):
+    """A loopback server that answers any request with ``pieces`` written one by one, a pause
+    between two, then holds the connection ``hold_s`` and closes it."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        for k, piece in enumerate(pieces):
+            if k:
+                await asyncio.sleep(pause_s)
+            writer.write(piece)
+            await writer.drain()
+        await asyncio.sleep(hold_s)
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def stream_once(kind: str, url: str, stall_s: float = 5.0) -> RawRequest:
+    target = Target(url)
+    client = compiled.CompiledClient(target, stall_s) if kind == "compiled" else None
+    loop_client = LoopClient(target, stall_s)
+    raw = RawRequest()
+    try:
+        await (client or loop_client).send(b'{"model": "m"}', raw)
+    finally:
+        if client:
+            client.close()
+    return raw
+
+
+def outcome(raw: RawRequest) -> dict:
+    """Everything a record is built from, but the times (which differ by how each stamps)."""
+    return {
+        "events": raw.events,
+        "usage": list(raw.usage),
+        "reasoning": bytes(raw.reasoning),
+        "finish_reason": raw.finish_reason,
+        "final_usage": raw.final_usage,
+        "continuous": raw.continuous,
+        "prompt_tokens": raw.prompt_tokens,
+        "error": raw.error,
+        "done": raw.done is not None,
+    }
+
+
+async def both(pieces: list[bytes], **kw) -> tuple[RawRequest, RawRequest]:
+    server, url = await serve(pieces, **kw)
+    async with server:
+        return await stream_once("python", url), await stream_once("compiled", url)
+
+
+def assert_sane_times(raw: RawRequest) -> None:
+    assert list(raw.times) == sorted(raw.times)
+    assert all(raw.sent <= t <= (raw.done or t) for t in raw.times)
+
+
+@pytest.mark.parametrize("name", list(REPLIES))
+def test_both_clients_read_every_reply_alike(name):
+    reply = REPLIES[name]
+    python, native = asyncio.run(both([reply]))
+    if name == "not http":  # both drop it; only the Python client quotes its HTTP parser
+        assert native.error == "dropped: the connection closed before a reply"
+        assert python.error is not None and python.error.startswith("dropped: bad HTTP")
+        return
+    assert outcome(native) == outcome(python)
+    assert_sane_times(native)
+    if name in ("chunked", "content-length", "close-framed", "crlf events"):
+        assert native.error is None and native.events == 3 and native.finish_reason == "length"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(["chunked", "content-length", "crlf events", "usage on every token"]),
+    cuts=st.lists(st.integers(1, 10_000), max_size=8),
+)
+def test_a_reply_split_at_any_bytes_reads_the_same(name, cuts):
+    """The reader frames HTTP, chunks and events across reads; where the reads fall must not
+    change what it finds."""
+    reply = REPLIES[name]
+    at = sorted({c % len(reply) for c in cuts} - {0})
+    pieces = [reply[i:j] for i, j in zip([0, *at], [*at, len(reply)], strict=True)]
+    python, native = asyncio.run(both(pieces, pause_s=0.001))
+    assert outcome(native) == outcome(python)
+    assert_sane_times(native)
+
+
+def test_a_silent_server_is_a_stall_and_a_closed_port_a_connect_error():
+    async def run() -> tuple[RawRequest, RawRequest]:
+        server, url = await serve([SSE + b"\r\n" + event(token("a"))], hold_s=1.0)
+        async with server:
+            stalled = await stream_once("compiled", url, stall_s=0.2)
+        refused = await stream_once("compiled", f"http://127.0.0.1:{free_port()}")
+        return stalled, refused
+
+    stalled, refused = asyncio.run(run())
+    assert stalled.error == "stalled: no data for 0.2 s" and stalled.events == 1
+    assert refused.error is not None and refused.error.startswith("connect: ")
+
+
+def test_cancelling_a_stream_keeps_what_had_arrived():
+    async def run() -> RawRequest:
+        server, url = await serve([SSE + b"\r\n" + event(token("a")) + event(token("b"))], hold_s=5)
+        async with server:
+            client = compiled.CompiledClient(Target(url), 10.0)
+            raw = RawRequest()
+            task = asyncio.create_task(client.send(b"{}", raw))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            client.close()
+        return raw
+
+    raw = asyncio.run(run())
+    assert raw.events == 2 and raw.error is None
+
+
+@pytest.fixture(scope="module")
+def url():
+    with synthetic_server("--rate 50 --tokens-per-chunk 1 --falloff 0") as base:
+        yield base
+
+
+def test_a_stalled_event_loop_moves_no_timestamp(url, tmp_path):
+    """The Python client stamps a read when its loop gets to it; the compiled one has the
+    kernel's stamp, so a loop that stops for 300 ms mid-stream (six gaps of 20 ms) moves
+    nothing, and the cell is not flagged."""
+    stalled = []
+
+    def progress(event: str, data: dict) -> None:
+        if event == "cell" and not stalled:
+            stalled.append(True)
+            asyncio.get_running_loop().call_later(0.5, time.sleep, 0.3)
+
+    result = bench(
+        url,
+        tmp_path / "r.json",
+        concurrency=[1],
+        requests=1,
+        max_tokens=100,
+        client="compiled",
+        progress=progress,
+    )
+    cell = result.cells[0]
+    assert stalled and cell.client is not None and cell.client.timestamps == "kernel"
+    assert not cell.client_bound, cell.client.reason
+    [record] = cell.requests
+    assert within(record.decode_tok_s, 50.0, 0.01), record.decode_tok_s
+    assert record.itl_ms is not None and record.itl_ms.max < 30.0
+
+
+def test_a_stopped_process_that_merged_reads_is_flagged(url, tmp_path):
+    """Stopped whole (SIGSTOP: the reader thread too), the client finds several events of a
+    stream waiting in one read: their stamps are the read's, so the cell is client_bound."""
+    out = tmp_path / "r.json"
+    proc = start_bench(url, out, "--concurrency 4 --requests 4 --max-tokens 150 --warmup 0")
+    try:
+        time.sleep(2.0)  # start-up, then a second of streaming
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    cell = load_result(out).cells[0]
+    assert cell.client is not None and cell.client.timestamps == "kernel"
+    assert cell.client.merged_read_worst_ms is not None
+    assert cell.client.merged_read_worst_ms >= 250.0, cell.client.model_dump(
+        exclude={"loop_lag_ms"}
+    )
+    assert cell.client_bound and "several events" in (cell.client.reason or "")
+
+
+def test_a_clean_compiled_run_is_within_one_percent_and_not_flagged(url, tmp_path):
+    result = bench(
+        url, tmp_path / "r.json", concurrency=[8], requests=8, max_tokens=100, client="compiled"
+    )
+    cell = result.cells[0]
+    assert not cell.client_bound and cell.valid
+    assert cell.client is not None and cell.client.merged_read_worst_ms is not None
+    assert cell.client.merged_read_worst_ms < 10.0
+    for record in cell.requests:
+        assert within(record.decode_tok_s, 50.0, 0.01), record.decode_tok_s
+
+
+def test_asking_for_the_compiled_client_on_https_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError) as caught:
+        resolve("compiled", Target("https://example.invalid"))
+    assert caught.value.code is Code.E_BENCH_CLIENT
+    assert resolve("auto", Target("https://example.invalid")) == "python"
+    done = rigbook(
+        "bench", "https://127.0.0.1:9", "--client", "compiled", "--out", str(tmp_path / "r.json")
+    )
+    assert done.returncode != 0 and "E_BENCH_CLIENT" in done.stdout + done.stderr
+
+
+def kernel_load(merged_ms: float, end_late_ms: float) -> ClientLoad:
+    return ClientLoad(
+        loop_lag_ms=distribution([0.1]),
+        timestamps="kernel",
+        merged_read_worst_ms=merged_ms,
+        end_late_worst_ms=end_late_ms,
+        cpu_s=0.1,
+        wall_s=1.0,
+        cpu_fraction=0.1,
+        client_bound=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("merged", "late", "flagged"),
+    [(2.0, 1.0, False), (15.0, 1.0, True), (2.0, 15.0, True), (9.9, 9.9, False)],
+)
+def test_kernel_stamps_are_judged_on_merged_reads_and_late_ends(
+    merged, late, flagged, url, tmp_path
+):
+    records = (
+        bench(url, tmp_path / "r.json", concurrency=[1], requests=1, max_tokens=20)
+        .cells[0]
+        .requests
+    )
+    # 50 tok/s, one token an event: a 20 ms gap, so a 10 ms limit
+    judged = judge_client(kernel_load(merged, late), records)
+    assert judged.client_bound is flagged
