@@ -565,6 +565,7 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_OSError, "could not start the reader thread");
         return -1;
     }
+    pthread_setname_np(r->thread, "rigbook-reader"); /* so top -H and /proc say which is which */
     r->started = 1;
     return 0;
 }
