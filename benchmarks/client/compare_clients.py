@@ -241,6 +241,9 @@ def rigbook_read(done: subprocess.CompletedProcess, out: Path) -> tuple[float | 
     codes = sorted({w.split(":", 1)[0] for w in summary.get("warnings", [])})
     if summary.get("error"):
         codes.append(summary["error"]["code"])
+    if cell and cell.get("client_bound"):
+        # the result file goes with the temporary folder: the raw output keeps why it was flagged
+        print(f"    rigbook client_bound: {cell['client']['reason']}", flush=True)
     return (cell["metrics"]["aggregate_tok_s"] if cell else None), ", ".join(codes)
 
 

@@ -192,3 +192,13 @@ def test_a_start_up_run_that_fails_twice_stops_the_comparison():
     with pytest.raises(SystemExit, match="start-up run failed twice"):
         cc.startup_cost(measure)
     assert calls == [0, 1, 1]
+
+
+def test_a_flagged_rigbook_cell_says_why_in_the_raw_output(tmp_path, capsys):
+    """The rigbook result lives in a temporary folder; the reason it was flagged must outlive it."""
+    reason = "a read held several events of one stream, the earlier ones stamped up to 4.0 ms late"
+    cell = {"client_bound": True, "client": {"reason": reason}, "metrics": {"aggregate_tok_s": 9.0}}
+    summary = {"cells": [cell], "warnings": ["W_CLIENT_BOUND: cell 0"]}
+    done = cc.subprocess.CompletedProcess([], 0, stdout=json.dumps(summary), stderr="")
+    assert cc.rigbook_read(done, tmp_path / "r.json") == (9.0, "W_CLIENT_BOUND")
+    assert f"rigbook client_bound: {reason}" in capsys.readouterr().out
