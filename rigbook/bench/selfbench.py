@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import get_args
 
 import httpx
 from rich import box
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--client",
-        choices=["auto", "compiled", "python"],
+        choices=get_args(ClientChoice),
         default="auto",
         help="which client streams the requests (default: rigbook bench's)",
     )
