@@ -421,8 +421,11 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
         if ((size_t)got < READ_SIZE || s->ended) break; /* a short read took all there was */
     }
     /* A read that ends its stream is left out: the events after the last token (finish reason,
-     * usage, [DONE]) carry no token and servers write them at once after it. */
-    if (s->in_read >= 2 && !s->ended) {
+     * usage, [DONE]) carry no token and servers write them at once after it. So is the read that
+     * brings a stream's first events: its window would span the TTFT, during which the thread
+     * was blocked in epoll_wait (which wakes at the first byte), and servers write the role event
+     * and the first token together (llama-server: a 124 ms "merge" in every cell). */
+    if (s->in_read >= 2 && !s->ended && s->last_arrival > 0.0) {
         double from = since > s->drained ? since : s->drained;
         double window = arrival - from;
         if (window > r->merged_worst) r->merged_worst = window;

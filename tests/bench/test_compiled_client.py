@@ -328,3 +328,24 @@ def test_kernel_stamps_are_judged_on_merged_reads_and_late_ends(
     # 50 tok/s, one token an event: a 20 ms gap, so a 10 ms limit
     judged = judge_client(kernel_load(merged, late), records)
     assert judged.client_bound is flagged
+
+
+def test_a_first_token_written_with_the_role_is_no_merged_read():
+    """llama-server writes the role event and the first token together after the TTFT; the read
+    that brings them held two events, but the thread was waiting in epoll_wait all along: no
+    timestamp moved, and the demo's every cell was flagged for a 124 ms "merge" before."""
+    role = event({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+    pieces = [SSE + b"\r\n", role + event(token("a")), event(token("b")), EVENTS]
+
+    async def run() -> ClientLoad:
+        server, url = await serve(pieces, pause_s=0.2)  # under the thread's 250 ms longest wait
+        async with server:
+            client = compiled.CompiledClient(Target(url), 10.0)
+            client.start()
+            await client.send(b"{}", RawRequest())
+            load = await client.stop()
+            client.close()
+        return load
+
+    load = asyncio.run(run())
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
