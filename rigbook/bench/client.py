@@ -40,6 +40,7 @@ class RawRequest:
     ``reasoning[k]`` 1 when it carried reasoning rather than content."""
 
     __slots__ = (
+        "after",
         "cancelled",
         "continuous",
         "done",
@@ -69,6 +70,9 @@ class RawRequest:
         self.reasoning_tokens_reported: int | None = None
         self.cancelled = False
         self.reads = 0
+        # When the previous stream of this request's lane ended (the scheduler sets it): how
+        # late the client turned the lane over is measured from here.
+        self.after: float | None = None
 
     @property
     def events(self) -> int:

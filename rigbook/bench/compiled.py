@@ -11,7 +11,8 @@ The client's watch on itself needs no timer. What a late read can distort is onl
 a read that held several events of one stream, and the reader measures that window at every such
 read (``ClientLoad.merged_read_worst_ms``). What a late event loop can distort is when a lane's next
 request goes out, so the client keeps how late it took each stream's end
-(``ClientLoad.end_late_worst_ms``).
+(``ClientLoad.end_late_worst_ms``) and how long after a stream's end its lane's next request went
+out, less the connect's handshake as the kernel measured it (``ClientLoad.next_request_late_worst_ms``).
 
 Plain HTTP on Linux only; :func:`available` says whether the extension was built.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import time
 from dataclasses import dataclass
 
@@ -44,6 +46,24 @@ PACE_MIN_S = 0.001
 PACE_MAX_S = 0.010
 # How long payloads may wait for the event loop: records and progress only, never timestamps.
 FLUSH_S = 0.1
+
+
+# struct tcp_info (linux/tcp.h): tcpi_rtt (µs) at byte 68, tcpi_total_retrans at byte 100.
+_TCP_INFO_LEN = 104
+
+
+def handshake(sock: socket.socket) -> tuple[float, bool] | None:
+    """A connected socket's round trip as the kernel measured it on the handshake (seconds), and
+    whether the kernel had to send anything twice; None where ``TCP_INFO`` is not to be had."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_LEN)
+    except OSError:
+        return None
+    if len(info) < _TCP_INFO_LEN:
+        return None
+    (rtt_us,) = struct.unpack_from("I", info, 68)
+    (retransmitted,) = struct.unpack_from("I", info, 100)
+    return rtt_us / 1e6, retransmitted > 0
 
 
 def available() -> bool:
@@ -78,17 +98,21 @@ class CompiledClient:
         self._open: dict[int, _Open] = {}
         self._address: tuple | None = None
         self._cpu0 = self._wall0 = 0.0
-        self._end_late = 0.0
+        self._end_late = self._next_late = 0.0
 
     async def send(self, body: bytes, raw: RawRequest) -> None:
         """Stream one request into ``raw``; never raises for a failed request, it says why in
         ``raw.error``. Cancelling it stops the stream and keeps what had arrived."""
+        began = _perf()
         sock = await self._connect(raw)
         if sock is None:
             return
+        connected = _perf()
         request = self.target.request_bytes(body)
         # TTFT counts from the request going onto the wire, not from this client's queueing.
         raw.sent = _perf()
+        if raw.after is not None:
+            self._turned_over(raw.sent - raw.after, sock, connected - began)
         try:
             await self._loop.sock_sendall(sock, request)
             stream = self._reader.add(sock.fileno(), self.stall_s)
@@ -110,6 +134,14 @@ class CompiledClient:
             self._open.pop(stream, None)
             sock.close()
             raise
+
+    def _turned_over(self, took: float, sock: socket.socket, connecting: float) -> None:
+        # The lane's turnover less the handshake's round trip, which is the server's and the
+        # network's; a handshake the kernel had to send twice (a full accept queue) took seconds
+        # that are the server's, so its whole connect is excused.
+        kernel = handshake(sock)
+        excused = connecting if kernel is None or kernel[1] else min(kernel[0], connecting)
+        self._next_late = max(self._next_late, took - excused)
 
     async def _connect(self, raw: RawRequest) -> socket.socket | None:
         try:
@@ -174,7 +206,7 @@ class CompiledClient:
         """Begin the cell's watch: the reader's figures and the process CPU from now."""
         self._reader.stats(reset=True)
         self._cpu0, self._wall0 = time.process_time(), _perf()
-        self._end_late = 0.0
+        self._end_late = self._next_late = 0.0
 
     async def stop(self) -> ClientLoad:
         """What the client did since :meth:`start`; ``judge_client`` decides if it mattered."""
@@ -188,6 +220,7 @@ class CompiledClient:
             timestamps="kernel",
             merged_read_worst_ms=1000.0 * stats["merged_worst"],
             end_late_worst_ms=1000.0 * self._end_late,
+            next_request_late_worst_ms=1000.0 * self._next_late,
             cpu_s=cpu,
             wall_s=wall,
             cpu_fraction=cpu / wall if wall > 0 else 0.0,

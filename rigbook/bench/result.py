@@ -147,6 +147,12 @@ class ClientLoad(Model):
         description="Kernel stamps only: the longest the event loop took to take a stream's end "
         "from the reader; the stream's lane sent its next request no sooner.",
     )
+    next_request_late_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: the longest a lane's next request went out after its "
+        "previous stream ended, less the connect's handshake as the kernel measured it (a "
+        "handshake it had to send twice is excused whole): how late the client turned a lane over.",
+    )
     stall_worst_bound_ms: float | None = Field(
         default=None,
         description="The longest interval between two of the ticker's wakes while a stream was "
@@ -425,6 +431,7 @@ LATER_FIELDS = frozenset(
         "timestamps",
         "merged_read_worst_ms",
         "end_late_worst_ms",
+        "next_request_late_worst_ms",
     }
 )
 

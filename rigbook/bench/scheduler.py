@@ -145,6 +145,7 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
         # stream, and then by at most the window it measured; a late loop delays the next request.
         moved = load.merged_read_worst_ms or 0.0
         late = load.end_late_worst_ms or 0.0
+        turnover = load.next_request_late_worst_ms or 0.0
         gap = f"limit {limit:.1f} ms, {STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap"
         if tokens and moved > limit:
             reasons.append(
@@ -156,6 +157,11 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
             reasons.append(
                 f"the event loop took a stream's end up to {late:.1f} ms late, so its lane's next "
                 f"request went out late ({gap} between a stream's events)"
+            )
+        if tokens and turnover > limit:
+            reasons.append(
+                f"a lane's next request went out up to {turnover:.1f} ms after its stream ended, "
+                f"the connect's round trip left out ({gap} between a stream's events)"
             )
     elif tokens and stall is not None and stall > limit:
         busy = load.worst_stall_cpu_ms
@@ -195,12 +201,15 @@ async def run_burst(
     async def lane() -> None:
         # Each lane takes the next index as its last request ends: at most `concurrency` in
         # flight, and only that many tasks however many requests there are.
+        after = None
         for i in indices:
             if stop.is_set():
                 return
             raw = RawRequest()
+            raw.after = after
             await send(i, raw)
             on_done(i, raw)
+            after = raw.done
 
     lanes = [asyncio.create_task(lane()) for _ in range(min(concurrency, requests))]
     await until_done_or_stopped(lanes, stop)
@@ -215,9 +224,11 @@ async def run_sustained(
     counter = iter(range(10**9))
 
     async def lane() -> None:
+        after = None
         while time.perf_counter() < end:
             i = next(counter)
             raw = RawRequest()
+            raw.after = after
             task = asyncio.create_task(send(i, raw))
             done, _ = await asyncio.wait({task}, timeout=max(end - time.perf_counter(), 0))
             if not done:
@@ -228,6 +239,7 @@ async def run_sustained(
                 on_done(i, raw)
                 return  # the timer may fire a hair before `end` on the perf clock: no new stream
             on_done(i, raw)
+            after = raw.done
 
     lanes = [asyncio.create_task(lane()) for _ in range(concurrency)]
     await until_done_or_stopped(lanes, stop)

@@ -476,6 +476,7 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         timestamps="kernel" if loads and all(x.timestamps == "kernel" for x in loads) else None,
         merged_read_worst_ms=_max(x.merged_read_worst_ms for x in loads),
         end_late_worst_ms=_max(x.end_late_worst_ms for x in loads),
+        next_request_late_worst_ms=_max(x.next_request_late_worst_ms for x in loads),
         cpu_s=sum(x.cpu_s for x in loads),
         wall_s=max((x.wall_s for x in loads), default=0.0),
         cpu_fraction=max((x.cpu_fraction for x in loads), default=0.0),

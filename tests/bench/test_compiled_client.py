@@ -13,7 +13,9 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import time
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +25,7 @@ from rigbook.bench import compiled
 from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.clients import LoopClient, resolve
 from rigbook.bench.metrics import distribution
-from rigbook.bench.result import ClientLoad, load_result
+from rigbook.bench.result import Cell, ClientLoad, load_result
 from rigbook.bench.scheduler import judge_client
 from rigbook.codes import Code
 from rigbook.errors import InputError
@@ -227,28 +229,44 @@ def url():
         yield base
 
 
-def test_a_stalled_event_loop_moves_no_timestamp(url, tmp_path):
-    """The Python client stamps a read when its loop gets to it; the compiled one has the
-    kernel's stamp, so a loop that stops for 300 ms mid-stream (six gaps of 20 ms) moves
-    nothing, and the cell is not flagged."""
+def one_lane_stalled_once(
+    url: str, tmp_path, on: str, stall: Callable[[], object], *, requests: int, max_tokens: int
+) -> Cell:
+    """A one-lane cell of the compiled client whose progress callback calls ``stall`` at the
+    first ``on`` event: on the event loop, as any work of the client's own would run."""
     stalled = []
 
     def progress(event: str, data: dict) -> None:
-        if event == "cell" and not stalled:
+        if event == on and not stalled:
             stalled.append(True)
-            asyncio.get_running_loop().call_later(0.5, time.sleep, 0.3)
+            stall()
 
     result = bench(
         url,
         tmp_path / "r.json",
         concurrency=[1],
-        requests=1,
-        max_tokens=100,
+        requests=requests,
+        max_tokens=max_tokens,
         client="compiled",
         progress=progress,
     )
-    cell = result.cells[0]
-    assert stalled and cell.client is not None and cell.client.timestamps == "kernel"
+    assert stalled
+    return result.cells[0]
+
+
+def test_a_stalled_event_loop_moves_no_timestamp(url, tmp_path):
+    """The Python client stamps a read when its loop gets to it; the compiled one has the
+    kernel's stamp, so a loop that stops for 300 ms mid-stream (six gaps of 20 ms) moves
+    nothing, and the cell is not flagged."""
+    cell = one_lane_stalled_once(
+        url,
+        tmp_path,
+        "cell",
+        lambda: asyncio.get_running_loop().call_later(0.5, time.sleep, 0.3),
+        requests=1,
+        max_tokens=100,
+    )
+    assert cell.client is not None and cell.client.timestamps == "kernel"
     assert not cell.client_bound, cell.client.reason
     [record] = cell.requests
     assert within(record.decode_tok_s, 50.0, 0.01), record.decode_tok_s
@@ -300,12 +318,13 @@ def test_asking_for_the_compiled_client_on_https_is_a_clear_error(tmp_path):
     assert done.returncode != 0 and "E_BENCH_CLIENT" in done.stdout + done.stderr
 
 
-def kernel_load(merged_ms: float, end_late_ms: float) -> ClientLoad:
+def kernel_load(merged_ms: float, end_late_ms: float, turnover_ms: float = 0.0) -> ClientLoad:
     return ClientLoad(
         loop_lag_ms=distribution([0.1]),
         timestamps="kernel",
         merged_read_worst_ms=merged_ms,
         end_late_worst_ms=end_late_ms,
+        next_request_late_worst_ms=turnover_ms,
         cpu_s=0.1,
         wall_s=1.0,
         cpu_fraction=0.1,
@@ -314,11 +333,17 @@ def kernel_load(merged_ms: float, end_late_ms: float) -> ClientLoad:
 
 
 @pytest.mark.parametrize(
-    ("merged", "late", "flagged"),
-    [(2.0, 1.0, False), (15.0, 1.0, True), (2.0, 15.0, True), (9.9, 9.9, False)],
+    ("merged", "late", "turnover", "flagged"),
+    [
+        (2.0, 1.0, 1.0, False),
+        (15.0, 1.0, 1.0, True),
+        (2.0, 15.0, 1.0, True),
+        (2.0, 1.0, 15.0, True),
+        (9.9, 9.9, 9.9, False),
+    ],
 )
-def test_kernel_stamps_are_judged_on_merged_reads_and_late_ends(
-    merged, late, flagged, url, tmp_path
+def test_kernel_stamps_are_judged_on_merged_reads_late_ends_and_late_turnovers(
+    merged, late, turnover, flagged, url, tmp_path
 ):
     records = (
         bench(url, tmp_path / "r.json", concurrency=[1], requests=1, max_tokens=20)
@@ -326,8 +351,50 @@ def test_kernel_stamps_are_judged_on_merged_reads_and_late_ends(
         .requests
     )
     # 50 tok/s, one token an event: a 20 ms gap, so a 10 ms limit
-    judged = judge_client(kernel_load(merged, late), records)
+    judged = judge_client(kernel_load(merged, late, turnover), records)
     assert judged.client_bound is flagged
+
+
+def test_a_loop_stalled_between_a_lanes_requests_is_flagged(url, tmp_path):
+    """The stream's end is taken at once, then the loop stops for 300 ms while the lane's next
+    request connects (here in the progress callback; a GC pause or a descheduled main thread
+    does the same): the server's slot idles and the aggregate reads low. No timestamp moved and
+    no end was late, so only the turnover shows it; before it was kept, this cell was valid."""
+    cell = one_lane_stalled_once(
+        url, tmp_path, "request", lambda: time.sleep(0.3), requests=2, max_tokens=20
+    )
+    load = cell.client
+    assert load is not None and load.timestamps == "kernel"
+    assert load.end_late_worst_ms is not None and load.end_late_worst_ms < 10.0
+    assert load.next_request_late_worst_ms is not None
+    assert load.next_request_late_worst_ms >= 250.0, load.model_dump(exclude={"loop_lag_ms"})
+    assert cell.client_bound and "next request" in (load.reason or "")
+
+
+def test_a_prompt_turnover_is_not_flagged(url, tmp_path):
+    cell = bench(
+        url, tmp_path / "r.json", concurrency=[2], requests=6, max_tokens=20, client="compiled"
+    ).cells[0]
+    load = cell.client
+    assert load is not None and load.next_request_late_worst_ms is not None
+    assert load.next_request_late_worst_ms < 10.0, load.model_dump(exclude={"loop_lag_ms"})
+    assert not cell.client_bound and cell.valid
+
+
+def test_the_handshake_round_trip_is_read_from_the_kernel():
+    """``TCP_INFO`` read at the right offsets: a loopback handshake takes microseconds and was
+    sent once; a socket that is not TCP has none."""
+    with (
+        socket.create_server(("127.0.0.1", 0)) as server,
+        socket.create_connection(server.getsockname()) as sock,
+    ):
+        kernel = compiled.handshake(sock)
+    assert kernel is not None
+    rtt, retransmitted = kernel
+    assert 0.0 < rtt < 0.05 and not retransmitted
+    left, right = socket.socketpair()
+    with left, right:
+        assert compiled.handshake(left) is None
 
 
 def test_a_first_token_written_with_the_role_is_no_merged_read():
