@@ -444,7 +444,8 @@ _ALL = [
         "InputError",
         "bench",
         "The compiled bench client was asked for but cannot stream this run: it was not built "
-        "into this install (no C compiler at setup, or not Linux), or the endpoint is https.",
+        "into this install (no C compiler at setup, or not Linux), the endpoint is https, or "
+        "this kernel gives no receive stamps (SO_TIMESTAMPNS), which are its timestamps.",
         "Run `make setup` where a C compiler is present, or pass `--client auto` (the compiled "
         "client where it can, else Python) or `--client python`.",
     ),

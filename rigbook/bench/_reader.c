@@ -130,6 +130,7 @@ typedef struct {
     size_t nlags, lags_cap;
     double lag_worst, merged_worst, read_gap_worst;
     long rounds, reads;
+    long unstamped;    /* reads of data that came without the kernel's receive stamp */
 } Reader;
 
 static double now_of(clockid_t clock) {
@@ -408,15 +409,20 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
             end(r, s);
             break;
         }
+        int stamped = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
             if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
                 struct timespec k;
                 memcpy(&k, CMSG_DATA(c), sizeof k);
-                double stamped = k.tv_sec + k.tv_nsec * 1e-9 - real_minus_mono;
+                double at = k.tv_sec + k.tv_nsec * 1e-9 - real_minus_mono;
                 /* a stamp after the read (a clock step) is not believed */
-                arrival = stamped < t ? stamped : t;
+                arrival = at < t ? at : t;
+                stamped = 1;
             }
         }
+        /* A kernel that takes the option and sends no stamp (gVisor's, say): the events carry
+         * when the thread woke, which nothing here bounds, so the cell must say so. */
+        if (!stamped) r->unstamped++, arrival = t;
         feed(r, s, buffer, (size_t)got, arrival);
         if ((size_t)got < READ_SIZE || s->ended) break; /* a short read took all there was */
     }
@@ -774,12 +780,13 @@ static PyObject *Reader_stats(Reader *r, PyObject *args, PyObject *kw) {
     lock(r);
     PyObject *lags = PyList_New(r->nlags);
     for (size_t k = 0; lags && k < r->nlags; k++) PyList_SET_ITEM(lags, k, PyFloat_FromDouble(r->lags[k]));
-    PyObject *out = lags ? Py_BuildValue("{s:N,s:d,s:d,s:d,s:l,s:l,s:d,s:d}", "lags", lags, "lag_worst", r->lag_worst,
+    PyObject *out = lags ? Py_BuildValue("{s:N,s:d,s:d,s:d,s:l,s:l,s:l,s:d,s:d}", "lags", lags, "lag_worst", r->lag_worst,
                                          "merged_worst", r->merged_worst, "read_gap_worst", r->read_gap_worst,
-                                         "rounds", r->rounds, "reads", r->reads, "gap", r->gap, "pace", pace_of(r))
+                                         "rounds", r->rounds, "reads", r->reads, "unstamped", r->unstamped, "gap", r->gap,
+                                         "pace", pace_of(r))
                          : NULL;
     if (reset) {
-        r->nlags = 0, r->lag_worst = r->merged_worst = r->read_gap_worst = 0.0, r->rounds = r->reads = 0;
+        r->nlags = 0, r->lag_worst = r->merged_worst = r->read_gap_worst = 0.0, r->rounds = r->reads = r->unstamped = 0;
     }
     pthread_mutex_unlock(&r->mu);
     return out;

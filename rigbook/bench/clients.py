@@ -66,15 +66,25 @@ class LoopClient:
 
 
 def resolve(choice: ClientChoice, target: Target) -> Literal["compiled", "python"]:
-    """The client a run uses: ``auto`` takes the compiled one where it can stream the target;
-    asking for ``compiled`` where it cannot is ``E_BENCH_CLIENT``."""
-    usable = compiled.available() and not target.tls
-    if choice == "python" or (choice == "auto" and not usable):
+    """The client a run uses: ``auto`` takes the compiled one where it can stream the target
+    (plain HTTP, the extension built, a kernel that stamps what it receives); asking for
+    ``compiled`` where it cannot is ``E_BENCH_CLIENT``."""
+    if choice == "python":
         return "python"
-    if not usable:
-        why = "the endpoint is https" if target.tls else "it was not built into this install"
-        raise InputError(Code.E_BENCH_CLIENT, f"--client compiled: {why}")
-    return "compiled"
+    why = (
+        "the endpoint is https"
+        if target.tls
+        else "it was not built into this install"
+        if not compiled.available()
+        else "this kernel gives no receive stamps (SO_TIMESTAMPNS), which are its timestamps"
+        if not compiled.kernel_stamps()
+        else None
+    )
+    if why is None:
+        return "compiled"
+    if choice == "auto":
+        return "python"
+    raise InputError(Code.E_BENCH_CLIENT, f"--client compiled: {why}")
 
 
 def open_client(kind: Literal["compiled", "python"], target: Target, stall_s: float) -> CellClient:

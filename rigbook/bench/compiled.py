@@ -20,6 +20,7 @@ Plain HTTP on Linux only; :func:`available` says whether the extension was built
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import struct
 import time
@@ -48,6 +49,8 @@ PACE_MAX_S = 0.010
 FLUSH_S = 0.1
 
 
+# SO_TIMESTAMPNS, and SCM_TIMESTAMPNS, its control message, share the number (asm-generic/socket.h).
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 # struct tcp_info (linux/tcp.h): tcpi_rtt (µs) at byte 68, tcpi_total_retrans at byte 100.
 _TCP_INFO_LEN = 104
 
@@ -71,6 +74,40 @@ def available() -> bool:
     return BUILT
 
 
+# Held open for the life of the process once kernel_stamps() has run: Linux stamps received
+# packets only while some socket asks for stamps, and turns that on from a work queue a moment
+# after the first one asks, so without it the first bytes of a cell's first streams could come
+# unstamped each time the previous cell's sockets closed.
+_keeps_stamping: socket.socket | None = None
+
+
+@functools.cache
+def kernel_stamps() -> bool:
+    """Whether this kernel stamps what a TCP socket receives (``SO_TIMESTAMPNS``), which the
+    reader's timestamps are: a few bytes over a loopback connection, asked once per process. A
+    sandboxed kernel may take the option and send no stamp."""
+    global _keeps_stamping
+    try:
+        _keeps_stamping = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        _keeps_stamping.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        with (
+            socket.create_server(("127.0.0.1", 0)) as server,
+            socket.create_connection(server.getsockname(), timeout=5) as client,
+        ):
+            client.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            peer, _ = server.accept()
+            with peer:
+                for _ in range(3):  # the kernel may start stamping a moment after it was asked
+                    peer.sendall(b"x")
+                    _, ancillary, _, _ = client.recvmsg(1, socket.CMSG_SPACE(16))
+                    if any(kind == _SO_TIMESTAMPNS for _, kind, _ in ancillary):
+                        return True
+                    time.sleep(0.005)
+    except OSError:
+        return False
+    return False
+
+
 @dataclass
 class _Open:
     raw: RawRequest
@@ -90,6 +127,7 @@ class CompiledClient:
         if target.tls:
             raise ValueError("the compiled reader speaks plain HTTP; https goes through Python")
         self.target, self.stall_s, self.connect_timeout_s = target, stall_s, connect_timeout_s
+        kernel_stamps()  # keeps the kernel stamping from here on (see _keeps_stamping)
         self._reader = Reader(
             pace_share=PACE_SHARE, pace_min_s=PACE_MIN_S, pace_max_s=PACE_MAX_S, flush_s=FLUSH_S
         )
@@ -221,6 +259,7 @@ class CompiledClient:
             merged_read_worst_ms=1000.0 * stats["merged_worst"],
             end_late_worst_ms=1000.0 * self._end_late,
             next_request_late_worst_ms=1000.0 * self._next_late,
+            unstamped_reads=stats["unstamped"],
             cpu_s=cpu,
             wall_s=wall,
             cpu_fraction=cpu / wall if wall > 0 else 0.0,

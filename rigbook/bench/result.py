@@ -153,6 +153,12 @@ class ClientLoad(Model):
         "previous stream ended, less the connect's handshake as the kernel measured it (a "
         "handshake it had to send twice is excused whole): how late the client turned a lane over.",
     )
+    unstamped_reads: int | None = Field(
+        default=None,
+        description="Kernel stamps only: reads whose data came without the kernel's receive stamp "
+        "(a kernel that takes SO_TIMESTAMPNS and sends none); their events carry when the reader "
+        "woke, which nothing bounds, so any makes the cell client_bound.",
+    )
     stall_worst_bound_ms: float | None = Field(
         default=None,
         description="The longest interval between two of the ticker's wakes while a stream was "
@@ -432,6 +438,7 @@ LATER_FIELDS = frozenset(
         "merged_read_worst_ms",
         "end_late_worst_ms",
         "next_request_late_worst_ms",
+        "unstamped_reads",
     }
 )
 

@@ -158,6 +158,12 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
                 f"the event loop took a stream's end up to {late:.1f} ms late, so its lane's next "
                 f"request went out late ({gap} between a stream's events)"
             )
+        if tokens and load.unstamped_reads:
+            reasons.append(
+                f"{load.unstamped_reads} reads came without the kernel's receive stamp, so their "
+                "events carry when the reader woke, which this client does not bound (this "
+                "kernel: use --client python)"
+            )
         if tokens and turnover > limit:
             reasons.append(
                 f"a lane's next request went out up to {turnover:.1f} ms after its stream ended, "

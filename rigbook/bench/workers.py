@@ -477,6 +477,7 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         merged_read_worst_ms=_max(x.merged_read_worst_ms for x in loads),
         end_late_worst_ms=_max(x.end_late_worst_ms for x in loads),
         next_request_late_worst_ms=_max(x.next_request_late_worst_ms for x in loads),
+        unstamped_reads=_sum_counts(x.unstamped_reads for x in loads),
         cpu_s=sum(x.cpu_s for x in loads),
         wall_s=max((x.wall_s for x in loads), default=0.0),
         cpu_fraction=max((x.cpu_fraction for x in loads), default=0.0),
@@ -490,6 +491,11 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
 def _max(values) -> float | None:
     present = [v for v in values if v is not None]
     return max(present) if present else None
+
+
+def _sum_counts(values) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
 
 
 def _worst_distribution(dists: list[Distribution]) -> Distribution:

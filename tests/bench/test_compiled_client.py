@@ -318,6 +318,48 @@ def test_asking_for_the_compiled_client_on_https_is_a_clear_error(tmp_path):
     assert done.returncode != 0 and "E_BENCH_CLIENT" in done.stdout + done.stderr
 
 
+def test_a_kernel_without_receive_stamps_gets_the_python_client(monkeypatch):
+    """A sandboxed kernel (gVisor's) may take SO_TIMESTAMPNS and send no stamp: ``auto`` then
+    streams through Python, and asking for the compiled client says why."""
+    assert compiled.kernel_stamps(), "this machine's kernel stamps what it receives"
+    monkeypatch.setattr(compiled, "kernel_stamps", lambda: False)
+    assert resolve("auto", Target("http://127.0.0.1:9")) == "python"
+    with pytest.raises(InputError) as caught:
+        resolve("compiled", Target("http://127.0.0.1:9"))
+    assert caught.value.code is Code.E_BENCH_CLIENT
+    assert "receive stamps" in str(caught.value)
+
+
+class _Unstamping:
+    """The reader, with each socket's stamps turned off once it is handed over: what a kernel
+    that sends no stamp looks like to the thread."""
+
+    def __init__(self, reader) -> None:
+        self.reader = reader
+
+    def __getattr__(self, name: str):
+        return getattr(self.reader, name)
+
+    def add(self, fd: int, stall_s: float) -> int:
+        stream = self.reader.add(fd, stall_s)
+        with socket.fromfd(fd, socket.AF_INET, socket.SOCK_STREAM) as same:
+            same.setsockopt(socket.SOL_SOCKET, compiled._SO_TIMESTAMPNS, 0)
+        return stream
+
+
+def test_reads_without_the_kernels_stamp_are_counted_and_flag_the_cell(url, tmp_path, monkeypatch):
+    """Events read without a stamp carry when the thread woke, which nothing bounds: before
+    they were counted, such a cell claimed kernel stamps and was judged as if it had them."""
+    built = compiled.Reader
+    monkeypatch.setattr(compiled, "Reader", lambda **kw: _Unstamping(built(**kw)))
+    cell = bench(
+        url, tmp_path / "r.json", concurrency=[2], requests=2, max_tokens=20, client="compiled"
+    ).cells[0]
+    load = cell.client
+    assert load is not None and load.unstamped_reads is not None and load.unstamped_reads >= 20
+    assert cell.client_bound and "receive stamp" in (load.reason or "")
+
+
 def kernel_load(merged_ms: float, end_late_ms: float, turnover_ms: float = 0.0) -> ClientLoad:
     return ClientLoad(
         loop_lag_ms=distribution([0.1]),
