@@ -54,13 +54,14 @@ LINK_LLAMA_SERVER = ln -sf "$$($(BIN)/python -c 'import sysconfig; print(sysconf
 	  $(BIN)/llama-server && $(BIN)/llama-server --version
 
 # setup.py and the reader's C source: a changed reader is compiled again.
-$(STAMP_DEMO): pyproject.toml setup.py rigbook/bench/_reader.c $(BIN)/python $(WHEELHOUSE)/.built
+READER_SOURCES := $(wildcard rigbook/bench/_reader*.c rigbook/bench/_reader*.h)
+$(STAMP_DEMO): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHOUSE)/.built
 	$(INSTALL_LLAMA_CPP)
 	$(PIP) install -e '.[embedded]'
 	$(LINK_LLAMA_SERVER)
 	touch $@
 
-$(STAMP_TEST): pyproject.toml setup.py rigbook/bench/_reader.c $(BIN)/python $(WHEELHOUSE)/.built
+$(STAMP_TEST): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHOUSE)/.built
 	$(INSTALL_LLAMA_CPP)
 	$(PIP) install -e '.[embedded,quality,test]'
 	@# Optional for a user (rigbook falls back to its Python client); the tests need it built.

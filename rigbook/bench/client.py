@@ -249,46 +249,83 @@ def close_request(
 
 def apply_payload(raw: RawRequest, payload: bytes, now: float) -> None:
     """Parse one SSE event's data (not ``[DONE]``) and fold it into ``raw``; data that is not a
-    JSON object fails the request."""
+    JSON object, or an object of the wrong shape, fails the request."""
     try:
         data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
+        if type(data) is not dict:
+            raise ValueError("not an object")
+        apply_event(raw, data, now)
+    except (ValueError, TypeError, AttributeError):  # orjson's JSONDecodeError is a ValueError
         raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
-        return
-    if type(data) is not dict:
-        raw.error = f"bad_event: {payload[:120].decode('utf-8', 'replace')}"
-        return
-    apply_event(raw, data, now)
+
+
+def _count(value: object) -> int | None:
+    """A token count as a server reports it: a whole number, or null for none."""
+    if value is None or (type(value) is int and 0 <= value < 2**63):
+        return value
+    raise ValueError(f"not a token count: {value!r}")
 
 
 def apply_event(raw: RawRequest, data: dict, now: float) -> None:
-    """Fold one parsed SSE event into ``raw``: a token-bearing event adds one entry per array."""
+    """Fold one parsed SSE event into ``raw``: a token-bearing event adds one entry per array.
+
+    An event of the wrong shape (a ``choices`` that is not a list of objects, a count that is not
+    a whole number...) raises ``ValueError``, ``TypeError`` or ``AttributeError`` having changed
+    nothing, so the request's arrays stay of one length; :func:`apply_payload` fails the request.
+    A server is input rigbook does not control."""
     err = data.get("error")
     if err:
         raw.error = f"in_band_error: {err.get('message', err) if type(err) is dict else err}"
         return
-    usage = data.get("usage")
-    bearing = False
+    token = -1  # what the event carries: -1 no token, 0 content, 1 reasoning
+    finish = None
     for choice in data.get("choices") or ():
         delta = choice.get("delta")
-        if delta and not bearing:
+        if delta and token < 0:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if reasoning or delta.get("content"):
-                bearing = True
-                raw.times.append(now)
-                raw.reasoning.append(1 if reasoning else 0)
-                raw.usage.append(usage.get("completion_tokens", -1) if usage else -1)
-        finish = choice.get("finish_reason")
-        if finish:
-            raw.finish_reason = finish
+                token = 1 if reasoning else 0
+        finish = choice.get("finish_reason") or finish
+    if finish is not None and type(finish) is not str:
+        raise ValueError(f"finish_reason is not a string: {finish!r}")
+    usage = data.get("usage")
+    reported = prompt = reasoning_reported = None
     if usage:
-        if bearing:
+        reported = _count(usage.get("completion_tokens"))
+        prompt = _count(usage.get("prompt_tokens"))
+        details = usage.get("completion_tokens_details")
+        reasoning_reported = _count(details.get("reasoning_tokens")) if details else None
+    if token >= 0:
+        raw.times.append(now)
+        raw.reasoning.append(token)
+        raw.usage.append(-1 if reported is None else reported)
+    if finish:
+        raw.finish_reason = finish
+    if usage:
+        if token >= 0:
             raw.continuous = True
         raw.final_usage = usage
-        raw.prompt_tokens = usage.get("prompt_tokens", raw.prompt_tokens)
-        details = usage.get("completion_tokens_details")
-        if details and details.get("reasoning_tokens") is not None:
-            raw.reasoning_tokens_reported = details["reasoning_tokens"]
+        if prompt is not None:
+            raw.prompt_tokens = prompt
+        if reasoning_reported is not None:
+            raw.reasoning_tokens_reported = reasoning_reported
+
+
+def apply_tokens(
+    raw: RawRequest, times: bytes, reasoning: bytes, counts: bytes, usage: bytes | None
+) -> None:
+    """Fold a run of token events the compiled reader read itself (``_reader_events.c``) into
+    ``raw``, as :func:`apply_payload` would have one by one: ``times`` (float64), ``reasoning``
+    (uint8) and ``counts`` (int64, -1 for none) hold one entry per token; ``usage`` is the last
+    of the run's payloads that carried usage, or None."""
+    raw.times.frombytes(times)
+    raw.reasoning.extend(reasoning)
+    raw.usage.frombytes(counts)
+    if usage is not None:
+        reported = orjson.loads(usage)["usage"]
+        raw.continuous = True
+        raw.final_usage = reported
+        raw.prompt_tokens = reported["prompt_tokens"]
 
 
 class ReadWatch:

@@ -1,11 +1,15 @@
-"""The compiled client: the bench's streams read by a thread in C, their events parsed here.
+"""The compiled client: the bench's streams read by a thread in C, their events folded here.
 
 Python connects and writes each request, then hands the socket to the reader
 (``rigbook/bench/_reader.c``). Its thread reads the streams at a pace that lets several streams'
 events share one wake-up, frames HTTP and SSE, and stamps each event with when the kernel received
-it, so a late read moves no timestamp. Every batch of payloads comes back through one eventfd on
-the event loop and is parsed by :func:`~rigbook.bench.client.apply_payload`, the Python client's
-own parser: errors, usage, reasoning and finish reasons are read the same way by both.
+it, so a late read moves no timestamp. Every batch comes back through one eventfd on the event
+loop. An event that is one token and nothing else (nearly every event) is read in C
+(``_reader_events.c``) and comes back in runs, as arrays, folded by
+:func:`~rigbook.bench.client.apply_tokens`; every other event (a finish reason, an error, usage
+with details, anything unusual) is parsed by :func:`~rigbook.bench.client.apply_payload`, the
+Python client's own parser. ``tests/bench/test_event_parse.py`` holds the C reading to the
+parser's on real servers' events and on fuzzed ones.
 
 The client's watch on itself needs no timer. What a late read can distort is only the timestamps of
 a read that held several events of one stream, and the reader measures that window at every such
@@ -25,10 +29,14 @@ import socket
 import struct
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rigbook.bench.client import RawRequest, Target, apply_payload, close_request
+from rigbook.bench.client import RawRequest, Target, apply_payload, apply_tokens, close_request
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import ClientLoad
+
+if TYPE_CHECKING:
+    from rigbook.bench._reader import Run
 
 try:
     from rigbook.bench._reader import Reader
@@ -46,7 +54,7 @@ PACE_SHARE = 0.25
 PACE_MIN_S = 0.001
 PACE_MAX_S = 0.010
 # How long payloads may wait for the event loop: records and progress only, never timestamps.
-FLUSH_S = 0.1
+FLUSH_S = 0.25
 
 
 # SO_TIMESTAMPNS, and SCM_TIMESTAMPNS, its control message, share the number (asm-generic/socket.h).
@@ -168,7 +176,7 @@ class CompiledClient:
         except asyncio.CancelledError:
             taken = self._reader.cancel(stream)
             if taken is not None:
-                self._fold(entry, taken[1], taken[2])
+                self._fold(entry, taken[1])
             self._open.pop(stream, None)
             sock.close()
             raise
@@ -206,25 +214,28 @@ class CompiledClient:
         return sock
 
     def _take(self) -> None:
-        for stream, payloads, times, ending in self._reader.take():
+        for stream, runs, ending in self._reader.take():
             entry = self._open.get(stream)
             if entry is None:
                 continue
-            self._fold(entry, payloads, times)
+            self._fold(entry, runs)
             if ending is None and entry.raw.error is not None:
                 # an in-band error or an event that is not JSON: this stream is over
                 cut = self._reader.cancel(stream)
                 assert cut is not None, "only this loop cancels, and take() just listed it"
-                ending = cut[3]
+                ending = cut[2]
             if ending is not None:
                 self._end(stream, entry, ending)
 
-    def _fold(self, entry: _Open, payloads: list[bytes], times: list[float]) -> None:
+    def _fold(self, entry: _Open, runs: list[Run]) -> None:
         raw = entry.raw
-        for payload, at in zip(payloads, times, strict=True):
+        for run in runs:
             if raw.error is not None:
                 return
-            apply_payload(raw, payload, at)
+            if len(run) == 2:
+                apply_payload(raw, run[0], run[1])
+            else:
+                apply_tokens(raw, *run)
 
     def _end(self, stream: int, entry: _Open, ending: tuple) -> None:
         status, saw_done, error, error_body, reads, ended_at = ending

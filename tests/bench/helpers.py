@@ -130,3 +130,18 @@ def synthetic_server(options: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def outcome(raw: RawRequest) -> dict:
+    """Everything a record is built from, but the times (which differ by how each stamps)."""
+    return {
+        "events": raw.events,
+        "usage": list(raw.usage),
+        "reasoning": bytes(raw.reasoning),
+        "finish_reason": raw.finish_reason,
+        "final_usage": raw.final_usage,
+        "continuous": raw.continuous,
+        "prompt_tokens": raw.prompt_tokens,
+        "error": raw.error,
+        "done": raw.done is not None,
+    }

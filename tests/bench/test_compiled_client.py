@@ -16,6 +16,7 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +30,7 @@ from rigbook.bench.result import Cell, ClientLoad, load_result
 from rigbook.bench.scheduler import judge_client
 from rigbook.codes import Code
 from rigbook.errors import InputError
-from tests.bench.helpers import bench, rigbook, start_bench, synthetic_server, within
+from tests.bench.helpers import bench, outcome, rigbook, start_bench, synthetic_server, within
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="the reader was not built")
@@ -94,10 +95,15 @@ REPLIES = {
     + event({"error": {"message": "engine died", "code": 500}})
     + event(token("b")),
     "not json": SSE + b"\r\n" + event(token("a")) + b"data: {nope\n\n",
+    "wrong shape": SSE + b"\r\n" + event(token("a")) + event({"choices": "x"}) + event(token("b")),
     "closed without done": SSE + b"\r\n" + event(token("a")) + event(token("b")),
     "closed before a reply": b"",
     "not http": b"SSH-2.0-OpenSSH_9.2\r\n",
 }
+# Real servers' replies (tests/fixtures/streams): tokens read in C, finish and usage in Python.
+for _name in ("llama-server", "vllm"):
+    _body = (Path(__file__).parent.parent / "fixtures" / "streams" / f"{_name}.sse").read_bytes()
+    REPLIES[_name] = SSE + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(_body, 300)
 
 
 async def serve(pieces: list[bytes], pause_s: float = 0.002, hold_s: float = 0.0):
@@ -137,21 +143,6 @@ async def stream_once(kind: str, url: str, stall_s: float = 5.0) -> RawRequest:
     return raw
 
 
-def outcome(raw: RawRequest) -> dict:
-    """Everything a record is built from, but the times (which differ by how each stamps)."""
-    return {
-        "events": raw.events,
-        "usage": list(raw.usage),
-        "reasoning": bytes(raw.reasoning),
-        "finish_reason": raw.finish_reason,
-        "final_usage": raw.final_usage,
-        "continuous": raw.continuous,
-        "prompt_tokens": raw.prompt_tokens,
-        "error": raw.error,
-        "done": raw.done is not None,
-    }
-
-
 async def both(pieces: list[bytes], **kw) -> tuple[RawRequest, RawRequest]:
     server, url = await serve(pieces, **kw)
     async with server:
@@ -175,6 +166,16 @@ def test_both_clients_read_every_reply_alike(name):
     assert_sane_times(native)
     if name in ("chunked", "content-length", "close-framed", "crlf events"):
         assert native.error is None and native.events == 3 and native.finish_reason == "length"
+    if name in ("llama-server", "vllm"):
+        assert (
+            native.error is None
+            and native.events >= 20
+            and native.final_usage["completion_tokens"] == 24
+        )
+    if (
+        name == "wrong shape"
+    ):  # before: AttributeError in the loop's callback, the stream never ended
+        assert native.error == 'bad_event: {"choices": "x"}' and native.events == 1
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
