@@ -498,6 +498,32 @@ def table(runs: list[Run], loads: list[str], missing: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost_ratios(runs: list[Run]) -> list[str]:
+    """For each point measured more than once and each peer: the medians of the µs per token of
+    rigbook and of the peer, and the peer's over rigbook's in each round, where both resolved."""
+    lines = []
+    points = sorted({(r.rate, r.streams) for r in runs})
+    for rate, streams in points:
+        at = [r for r in runs if (r.rate, r.streams) == (rate, streams)]
+        ours = [r.us_per_token for r in at if r.tool == "rigbook"]
+        if len(ours) < 2:
+            continue
+        for peer in sorted({r.tool for r in at} - {"rigbook"}):
+            theirs = [r.us_per_token for r in at if r.tool == peer]
+            rounds = [t / o for o, t in zip(ours, theirs, strict=False) if o and t]
+            if not rounds:
+                continue
+            mine = statistics.median(o for o in ours if o)
+            other = statistics.median(t for t in theirs if t)
+            lines.append(
+                f"{rate:g} tok/s x {streams} streams, {len(rounds)} rounds: rigbook "
+                f"{mine:.1f} µs/token, {peer} {other:.1f} ({other / mine:.2f}x of the medians); "
+                f"each round {', '.join(f'{x:.2f}x' for x in rounds)}, "
+                f"median {statistics.median(rounds):.2f}x"
+            )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peers-venv", type=Path, default=Path.home() / ".cache/rigbook/bench-peers")
@@ -512,6 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--peers", default="llama-benchy,guidellm", help="which peers to run beside rigbook"
     )
+    # The cost per token of one run moves by a tenth or more between identical runs here: rounds
+    # of every client in turn, each round on the same machine state, give the ratio a spread.
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of each point, clients in turn")
     args = ap.parse_args(argv)
     tools, missing = ["rigbook"], []
     peers_ok = args.peers_venv.is_dir() and (args.peers_venv / "bin" / "guidellm").exists()
@@ -541,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         for rate in (float(x) for x in args.rates.split(",")):
             for streams in (int(x) for x in args.streams.split(",")):
                 loads.append("{:.1f}, {:.1f}, {:.1f}".format(*os.getloadavg()))
-                for tool in tools:
+                for tool in [t for _ in range(args.repeat) for t in tools]:
                     run = measure_once_more(
                         partial(measure_point, tool, rate, streams, args.tokens, args, tmp, startup)
                     )
@@ -555,6 +584,8 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     text = table(runs, loads, missing)
+    if args.repeat > 1:
+        text += "\n" + "\n".join(cost_ratios(runs)) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")

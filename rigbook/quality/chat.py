@@ -38,17 +38,24 @@ def body(model: str, message: str, sampling: Sampling) -> dict:
     }
 
 
-def _take(reply: Reply, data: dict, sent: float) -> None:
+def _take(reply: Reply, data: object, sent: float) -> None:
+    """Fold one event into ``reply``; an event of the wrong shape (a server is input rigbook does
+    not control) raises ``ValueError``, ``TypeError`` or ``AttributeError``."""
+    if type(data) is not dict:
+        raise ValueError("not an object")
     if data.get("error"):
         err = data["error"]
         reply.error = f"in_band_error: {err.get('message', err) if isinstance(err, dict) else err}"
         return
     for choice in data.get("choices") or []:
         text = (choice.get("delta") or {}).get("content") or ""
+        finish = choice.get("finish_reason")
+        if type(text) is not str or (finish is not None and type(finish) is not str):
+            raise ValueError("content and finish_reason are strings")
         if text and reply.ttft_s is None:
             reply.ttft_s = time.perf_counter() - sent
         reply.text += text
-        reply.finish_reason = choice.get("finish_reason") or reply.finish_reason
+        reply.finish_reason = finish or reply.finish_reason
     usage = data.get("usage") or {}
     if isinstance(usage.get("prompt_tokens"), int):
         reply.prompt_tokens = usage["prompt_tokens"]
@@ -74,7 +81,7 @@ async def ask(client: httpx.AsyncClient, url: str, payload: dict, stall_s: float
                     continue
                 try:
                     _take(reply, json.loads(payload_text), sent)
-                except json.JSONDecodeError:
+                except (ValueError, TypeError, AttributeError):  # JSONDecodeError is a ValueError
                     reply.error = f"bad_event: {payload_text[:120]}"
                 if reply.error:
                     break

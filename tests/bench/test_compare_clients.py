@@ -202,3 +202,15 @@ def test_a_flagged_rigbook_cell_says_why_in_the_raw_output(tmp_path, capsys):
     done = cc.subprocess.CompletedProcess([], 0, stdout=json.dumps(summary), stderr="")
     assert cc.rigbook_read(done, tmp_path / "r.json") == (9.0, "W_CLIENT_BOUND")
     assert f"rigbook client_bound: {reason}" in capsys.readouterr().out
+
+
+def test_rounds_give_each_peer_a_ratio_per_round_and_of_the_medians():
+    def run(tool: str, us: float) -> object:
+        return cc.Run(tool=tool, rate=40, streams=64, server_tokens=1e6, cpu_s=us)
+
+    runs = [run("rigbook", 10.0), run("llama-benchy", 40.0), run("rigbook", 8.0)]
+    runs += [run("llama-benchy", 36.0), run("rigbook", 9.0), run("llama-benchy", 27.0)]
+    (line,) = cc.cost_ratios(runs)
+    assert "3 rounds: rigbook 9.0 µs/token, llama-benchy 36.0 (4.00x of the medians)" in line
+    assert "each round 4.00x, 4.50x, 3.00x, median 4.00x" in line
+    assert cc.cost_ratios(runs[:2]) == []  # measured once: no spread to give
