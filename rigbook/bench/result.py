@@ -145,7 +145,8 @@ class ClientLoad(Model):
     end_late_worst_ms: float | None = Field(
         default=None,
         description="Kernel stamps only: the longest the event loop took to take a stream's end "
-        "from the reader; the stream's lane sent its next request no sooner.",
+        "from the reader (information: a lane's next request shows such a delay in "
+        "next_request_late_worst_ms, and an end time is the reader's).",
     )
     next_request_late_worst_ms: float | None = Field(
         default=None,

@@ -67,14 +67,9 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
 
 def _judged_stall_ms(load: ClientLoad) -> float:
     """The figure held against the stall limit: the Python client's longest stall, or the
-    compiled client's worst merged read, late stream end or late next request (see
-    ``judge_client``)."""
+    compiled client's worst merged read or late next request (see ``judge_client``)."""
     if load.timestamps == "kernel":
-        return max(
-            load.merged_read_worst_ms or 0.0,
-            load.end_late_worst_ms or 0.0,
-            load.next_request_late_worst_ms or 0.0,
-        )
+        return max(load.merged_read_worst_ms or 0.0, load.next_request_late_worst_ms or 0.0)
     return load.stall_worst_bound_ms or 0.0
 
 
