@@ -2,8 +2,9 @@
 
 The reader (rigbook/bench/_reader.c) asks each stream's socket for the kernel's receive stamp
 (SO_TIMESTAMPNS, read back as a control message of recvmsg) and reads the handshake's round trip
-from TCP_INFO. A sandboxed kernel (gVisor's, on the GPU machine) may accept the option and send no
-stamp; this says what it does, on a loopback connection that writes three events 20 ms apart.
+from TCP_INFO. A sandboxed kernel (gVisor's, say) may accept the option and send no stamp; this says
+what it does, on a loopback connection that writes three events 20 ms apart. The GPU machine's
+kernel on 2026-12-06 (Linux 6.18 in a VM) gave both: benchmarks/h200/client/runs/2026-12-06-compiled.txt.
 
     python3 benchmarks/h200/client/kernel-stamps-probe.py
 """
