@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -108,3 +109,28 @@ def llama_server():
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+async def scripted_server(pieces: list[bytes], pause_s: float = 0.002, hold_s: float = 0.0):
+    """A loopback HTTP server that answers any request with ``pieces`` (raw bytes, status line
+    included) written one by one, a pause between two, then holds the connection ``hold_s`` and
+    closes it; returns the server (an async context manager) and its URL."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        for k, piece in enumerate(pieces):
+            if k:
+                await asyncio.sleep(pause_s)
+            writer.write(piece)
+            await writer.drain()
+        await asyncio.sleep(hold_s)
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"

@@ -31,7 +31,7 @@ from rigbook.bench.scheduler import judge_client
 from rigbook.codes import Code
 from rigbook.errors import InputError
 from tests.bench.helpers import bench, outcome, rigbook, start_bench, synthetic_server, within
-from tests.conftest import free_port
+from tests.conftest import free_port, scripted_server
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="the reader was not built")
 
@@ -106,30 +106,6 @@ for _name in ("llama-server", "vllm"):
     REPLIES[_name] = SSE + b"Transfer-Encoding: chunked\r\n\r\n" + chunked(_body, 300)
 
 
-async def serve(pieces: list[bytes], pause_s: float = 0.002, hold_s: float = 0.0):
-    """A loopback server that answers any request with ``pieces`` written one by one, a pause
-    between two, then holds the connection ``hold_s`` and closes it."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length")
-        )
-        await reader.readexactly(length)
-        for k, piece in enumerate(pieces):
-            if k:
-                await asyncio.sleep(pause_s)
-            writer.write(piece)
-            await writer.drain()
-        await asyncio.sleep(hold_s)
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-
 async def stream_once(kind: str, url: str, stall_s: float = 5.0) -> RawRequest:
     target = Target(url)
     client = compiled.CompiledClient(target, stall_s) if kind == "compiled" else None
@@ -144,7 +120,7 @@ async def stream_once(kind: str, url: str, stall_s: float = 5.0) -> RawRequest:
 
 
 async def both(pieces: list[bytes], **kw) -> tuple[RawRequest, RawRequest]:
-    server, url = await serve(pieces, **kw)
+    server, url = await scripted_server(pieces, **kw)
     async with server:
         return await stream_once("python", url), await stream_once("compiled", url)
 
@@ -196,7 +172,7 @@ def test_a_reply_split_at_any_bytes_reads_the_same(name, cuts):
 
 def test_a_silent_server_is_a_stall_and_a_closed_port_a_connect_error():
     async def run() -> tuple[RawRequest, RawRequest]:
-        server, url = await serve([SSE + b"\r\n" + event(token("a"))], hold_s=1.0)
+        server, url = await scripted_server([SSE + b"\r\n" + event(token("a"))], hold_s=1.0)
         async with server:
             stalled = await stream_once("compiled", url, stall_s=0.2)
         refused = await stream_once("compiled", f"http://127.0.0.1:{free_port()}")
@@ -209,7 +185,9 @@ def test_a_silent_server_is_a_stall_and_a_closed_port_a_connect_error():
 
 def test_cancelling_a_stream_keeps_what_had_arrived():
     async def run() -> RawRequest:
-        server, url = await serve([SSE + b"\r\n" + event(token("a")) + event(token("b"))], hold_s=5)
+        server, url = await scripted_server(
+            [SSE + b"\r\n" + event(token("a")) + event(token("b"))], hold_s=5
+        )
         async with server:
             client = compiled.CompiledClient(Target(url), 10.0)
             raw = RawRequest()
@@ -449,7 +427,9 @@ def test_a_first_token_written_with_the_role_is_no_merged_read():
     pieces = [SSE + b"\r\n", role + event(token("a")), event(token("b")), EVENTS]
 
     async def run() -> ClientLoad:
-        server, url = await serve(pieces, pause_s=0.2)  # under the thread's 250 ms longest wait
+        server, url = await scripted_server(
+            pieces, pause_s=0.2
+        )  # under the thread's 250 ms longest wait
         async with server:
             client = compiled.CompiledClient(Target(url), 10.0)
             client.start()

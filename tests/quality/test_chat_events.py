@@ -11,27 +11,13 @@ import httpx
 import pytest
 
 from rigbook.quality.chat import ask
+from tests.conftest import scripted_server
 
 
 async def _ask_server_sending(events: list[str]):
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length")
-        )
-        await reader.readexactly(length)
-        body = "".join(f"data: {e}\n\n" for e in [*events, "[DONE]"]).encode()
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
-        )
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    body = "".join(f"data: {e}\n\n" for e in [*events, "[DONE]"]).encode()
+    reply = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+    server, url = await scripted_server([reply % len(body) + body])
     async with server, httpx.AsyncClient() as client:
         return await ask(client, url, {"model": "m", "stream": True}, stall_s=5.0)
 
