@@ -542,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     # of every client in turn, each round on the same machine state, give the ratio a spread.
     ap.add_argument("--repeat", type=int, default=1, help="rounds of each point, clients in turn")
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat: at least 1 round")
     tools, missing = ["rigbook"], []
     peers_ok = args.peers_venv.is_dir() and (args.peers_venv / "bin" / "guidellm").exists()
     if not peers_ok:
