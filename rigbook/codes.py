@@ -68,6 +68,8 @@ class Code(StrEnum):
     W_SERVER_COUNT = "W_SERVER_COUNT"
     W_CUT_SHORT = "W_CUT_SHORT"
     E_RESULT_INVALID = "E_RESULT_INVALID"
+    E_STREAM_FORMAT = "E_STREAM_FORMAT"
+    W_STREAM_BUFFERED = "W_STREAM_BUFFERED"
     E_SLO_INVALID = "E_SLO_INVALID"
     W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
@@ -492,6 +494,28 @@ _ALL = [
         "bench",
         "A bench result file is malformed or its hash does not check out.",
         "Use the file rigbook bench wrote, unmodified.",
+    ),
+    _c(
+        Code.E_STREAM_FORMAT,
+        "error",
+        "EndpointError",
+        "bench",
+        "Every warmup request was answered 200 with a reply that is no event stream the bench can "
+        "time: compressed (Content-Encoding), or not text/event-stream (the server ignored "
+        "stream: true and sent one JSON answer). Nothing was measured.",
+        "Serve the stream uncompressed and as text/event-stream (a proxy in between: turn its "
+        "compression and buffering off for text/event-stream), or bench the engine directly.",
+    ),
+    _c(
+        Code.W_STREAM_BUFFERED,
+        "warning",
+        None,
+        "bench",
+        "Replies in a cell came in one piece (at least three token events within 1 ms, and within "
+        "1 % of their time to first token): something held the stream back, so their TTFT is the "
+        "whole reply and they have no per-request rate.",
+        "Bench the engine directly, or turn off buffering in the proxy in front of it (nginx: "
+        "proxy_buffering off, or the X-Accel-Buffering: no header).",
     ),
     # capacity
     _c(

@@ -111,6 +111,7 @@ enum { HEAD, BODY_LENGTH, BODY_CLOSE, CHUNK_SIZE, CHUNK_DATA, CHUNK_END, TRAILER
 typedef struct {
     uint64_t id;
     int fd, used, live, ended, dirty, saw_done, status, phase;
+    int after_cr;     /* the body's last byte was a CR: an LF next ends no other line */
     long long left;   /* body bytes left: of the Content-Length, or of the current chunk */
     Buf line;         /* the head, a chunk-size line or a trailer line, across reads */
     Buf sse;          /* body bytes of an event not yet ended by a blank line */
@@ -237,17 +238,23 @@ static void on_body(Reader *r, Stream *s, const char *d, size_t n, double t) {
         return;
     }
     Buf *b = &s->sse;
-    /* a CR can only be new, or the lone one a previous read ended with: what is older is done */
-    int crlf = memchr(d, '\r', n) != NULL || (b->len > 0 && b->p[b->len - 1] == '\r');
+    size_t old = b->len;
     if (buf_add(b, d, n) < 0) {
         fail(r, s, "dropped: the client ran out of memory");
         return;
     }
-    if (crlf) { /* CRLF to LF; a last lone CR waits for its LF */
-        size_t w = 0;
-        for (size_t k = 0; k < b->len; k++) {
-            if (b->p[k] == '\r' && k + 1 < b->len && b->p[k + 1] == '\n') continue;
-            b->p[w++] = b->p[k];
+    /* CR, LF and CRLF each end a line (SSE): every CR becomes an LF, and an LF right after a CR,
+     * in this read or the next, is the same line end. */
+    if (s->after_cr || memchr(d, '\r', n) != NULL) {
+        size_t w = old;
+        for (size_t k = old; k < b->len; k++) {
+            char c = b->p[k];
+            if (c == '\n' && s->after_cr) {
+                s->after_cr = 0;
+                continue;
+            }
+            s->after_cr = c == '\r';
+            b->p[w++] = c == '\r' ? '\n' : c;
         }
         b->len = w;
     }
@@ -263,6 +270,21 @@ static void on_body(Reader *r, Stream *s, const char *d, size_t n, double t) {
     if (start > 0) memmove(b->p, b->p + start, b->len - start);
     b->len -= start;
     if (s->saw_done) end(r, s);
+}
+
+/* A header's value as a message quotes it: before any parameter, trimmed, lower case, printable
+ * ASCII only, 60 characters at most (client._media writes the same). */
+static void media_of(const char *v, const char *eol, char *out) {
+    const char *stop = v;
+    while (stop < eol && *stop != ';' && *stop != '\r') stop++;
+    while (v < stop && (*v == ' ' || *v == '\t')) v++;
+    while (stop > v && (stop[-1] == ' ' || stop[-1] == '\t')) stop--;
+    size_t n = 0;
+    for (; v < stop && n < 60; v++, n++) {
+        unsigned char c = (unsigned char)*v;
+        out[n] = c >= 0x21 && c <= 0x7e ? (char)(c >= 'A' && c <= 'Z' ? c + 32 : c) : '?';
+    }
+    out[n] = 0;
 }
 
 /* A complete head in s->line: the status and how the body is framed. 1 when it was a 1xx. */
@@ -283,6 +305,7 @@ static int on_head(Reader *r, Stream *s) {
     if (status >= 100 && status < 200) return 1;
     int chunked = 0;
     long long length = -1;
+    char type[61] = "", encoding[61] = "";
     for (const char *p = memchr(h, '\n', stop - h); p != NULL && p + 1 < stop;) {
         const char *line = p + 1, *nl = memchr(line, '\n', stop - line);
         const char *eol = nl ? nl : stop;
@@ -297,11 +320,30 @@ static int on_head(Reader *r, Stream *s) {
             } else if (name == 14 && strncasecmp(line, "content-length", 14) == 0) {
                 length = 0;
                 for (const char *q = v; q < eol && *q >= '0' && *q <= '9'; q++) length = length * 10 + (*q - '0');
+            } else if (name == 12 && strncasecmp(line, "content-type", 12) == 0) {
+                media_of(v, eol, type);
+            } else if (name == 16 && strncasecmp(line, "content-encoding", 16) == 0) {
+                media_of(v, eol, encoding);
             }
         }
         p = nl;
     }
     s->status = status;
+    /* Why a 2xx reply is no event stream to time: client.stream_format_fault, word for word. */
+    char why[256];
+    if (status >= 200 && status < 300 && encoding[0] && strcmp(encoding, "identity") != 0) {
+        snprintf(why, sizeof why,
+                 "stream_format: the reply is compressed (Content-Encoding: %s), which holds events back until the "
+                 "compressor flushes",
+                 encoding);
+        fail(r, s, why);
+        return 0;
+    }
+    if (status >= 200 && status < 300 && type[0] && strcmp(type, "text/event-stream") != 0) {
+        snprintf(why, sizeof why, "stream_format: the reply is %s, not an event stream (text/event-stream)", type);
+        fail(r, s, why);
+        return 0;
+    }
     s->left = length;
     s->phase = chunked ? CHUNK_SIZE : length >= 0 ? BODY_LENGTH : BODY_CLOSE;
     if (s->phase == BODY_LENGTH && length == 0) end(r, s);
@@ -404,7 +446,7 @@ static void feed(Reader *r, Stream *s, const char *d, size_t n, double t) {
 
 /* Read what a ready stream holds. `since` is when the thread last saw this stream with nothing
  * to read (its previous epoll_wait): every byte read now arrived after it. */
-static void read_stream(Reader *r, Stream *s, char *buffer, double t, double real_minus_mono, double since) {
+static void read_stream(Reader *r, Stream *s, char *buffer, double t, double real_minus_mono, double since, int hup) {
     char control[CMSG_SPACE(sizeof(struct timespec))];
     s->in_read = 0;
     double arrival = t;
@@ -441,7 +483,9 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
          * when the thread woke, which nothing here bounds, so the cell must say so. */
         if (!stamped) r->unstamped++, arrival = t;
         feed(r, s, buffer, (size_t)got, arrival);
-        if ((size_t)got < READ_SIZE || s->ended) break; /* a short read took all there was */
+        /* A short read took all there was, unless the peer has closed: its end raises no other
+         * edge, so it is read now (else the stream would wait for its stall limit). */
+        if (((size_t)got < READ_SIZE && !hup) || s->ended) break;
     }
     /* A read that ends its stream is left out: the events after the last token (finish reason,
      * usage, [DONE]) carry no token and servers write them at once after it. So is the read that
@@ -527,7 +571,8 @@ static void *run(void *arg) {
                 continue;
             }
             Stream *s = find(r, ready[k].data.u64);
-            if (s != NULL && s->live) read_stream(r, s, buffer, t, real_minus_mono, since), streams++;
+            int hup = (ready[k].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+            if (s != NULL && s->live) read_stream(r, s, buffer, t, real_minus_mono, since, hup), streams++;
         }
         check_stalls_and_notify(r, t);
         double pace = pace_of(r);
@@ -665,10 +710,10 @@ static PyObject *Reader_add(Reader *r, PyObject *args) {
     s->id = ((uint64_t)(++r->generation) << 32) | slot;
     s->fd = fd, s->used = 1, s->live = 1, s->stall_s = stall_s, s->last_data = t, s->drained = t;
     /* Edge-triggered: each arrival queues the socket once, and read_stream reads until a short
-     * read, so nothing is left unseen; level-triggered polled every socket it had read once more
+     * read (once the peer has closed, EPOLLRDHUP, until its end), so nothing is left unseen; level-triggered polled every socket it had read once more
      * at the next wait, to find it empty (sock_poll, tcp_poll and ep_item_poll: 7 % of the
      * process's samples under perf at 64 streams). */
-    struct epoll_event watch = {.events = EPOLLIN | EPOLLET, .data.u64 = s->id};
+    struct epoll_event watch = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = s->id};
     if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &watch) != 0) {
         int e = errno;
         s->used = s->live = 0;

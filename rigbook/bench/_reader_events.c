@@ -237,7 +237,7 @@ static int is_key(const unsigned char *key, size_t len, int escaped, const char 
     }
 
 typedef struct {
-    int delta, content, reasoning_content, reasoning, finish_reason, members;
+    int delta, content, reasoning_content, reasoning, tool_calls, finish_reason, members;
     int content_set, reasoning_set; /* a non-empty string: what Python finds truthy */
 } Choice;
 
@@ -260,6 +260,9 @@ static int read_reasoning_content(Choice *c, Scan *s, int depth) {
     return 0;
 }
 static int read_reasoning(Choice *c, Scan *s, int depth) { return read_reasoning_content(c, s, depth); }
+/* A tool call's delta is a token to apply_event, of content, whatever other choices carry: one
+ * that is not null is left to Python. */
+static int read_tool_calls(Choice *c, Scan *s, int depth) { return literal(s, "null"); }
 
 static int delta_member(void *ctx, const unsigned char *key, size_t len, int escaped, Scan *s, int depth) {
     Choice *c = ctx;
@@ -268,6 +271,7 @@ static int delta_member(void *ctx, const unsigned char *key, size_t len, int esc
     READS("content", content)
     READS("reasoning_content", reasoning_content)
     READS("reasoning", reasoning)
+    READS("tool_calls", tool_calls)
     return value(s, depth);
 }
 

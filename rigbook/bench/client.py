@@ -37,7 +37,7 @@ _perf = time.perf_counter
 class RawRequest:
     """What one stream gave, before metrics. ``times[k]`` is when the k-th token-bearing event
     arrived, ``usage[k]`` the cumulative ``completion_tokens`` it reported (-1: none) and
-    ``reasoning[k]`` 1 when it carried reasoning rather than content."""
+    ``reasoning[k]`` 1 when it carried reasoning rather than content or a tool call."""
 
     __slots__ = (
         "after",
@@ -98,6 +98,8 @@ class Target:
         return (
             f"POST {self.path} HTTP/1.1\r\nHost: {self.host_header}\r\n"
             f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+            # A compressed stream is held back by the compressor's buffer: ask for none.
+            f"Accept-Encoding: identity\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         ).encode("ascii") + body
 
@@ -126,6 +128,8 @@ class _Stream(asyncio.Protocol):
         self.pending = b""
         self.error_body = b""
         self.saw_done = False
+        self.after_cr = False  # the body's last byte was a CR: an LF next ends no other line
+        self.content_type = self.content_encoding = b""
         self.last_read = self._now = 0.0
         self.timer: asyncio.TimerHandle | None = None
 
@@ -160,16 +164,35 @@ class _Stream(asyncio.Protocol):
             self._finish()
 
     # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"content-type":
+            self.content_type = value
+        elif name == b"content-encoding":
+            self.content_encoding = value
+
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
+        if 200 <= self.status < 300:
+            why = stream_format_fault(self.content_type, self.content_encoding)
+            if why is not None:
+                self._fail(why)
 
     def on_body(self, body: bytes) -> None:
+        if self.raw.error is not None or self.finished.done():
+            return
         if self.status >= 400:
             self.error_body += body[:300]
             return
+        # CR, LF and CRLF each end a line (SSE): every CR becomes an LF, and an LF right after a
+        # CR, in this read or the next, is the same line end.
+        if self.after_cr and body[:1] == b"\n":
+            body = body[1:]
+        self.after_cr = False
+        if b"\r" in body:
+            self.after_cr = body.endswith(b"\r")
+            body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self.pending + body if self.pending else body
-        if b"\r" in buf:
-            buf = buf.replace(b"\r\n", b"\n")
         start = 0
         while True:
             end = buf.find(b"\n\n", start)
@@ -234,6 +257,31 @@ def _loop_time(perf_t: float) -> float:
     return asyncio.get_running_loop().time() + (perf_t - _perf())
 
 
+def _media(value: bytes) -> str:
+    """A header's value as a message quotes it: before any parameter, trimmed, lower case, printable
+    ASCII only, 60 characters at most (the compiled reader writes the same)."""
+    token = value.split(b";", 1)[0].strip(b" \t").lower()[:60]
+    return "".join(chr(c) if 0x21 <= c <= 0x7E else "?" for c in token)
+
+
+def stream_format_fault(content_type: bytes, content_encoding: bytes) -> str | None:
+    """Why a 2xx reply with these headers is no event stream the bench can time, or None.
+
+    A compressed stream reaches the client when the compressor flushes, not when the server wrote
+    each event; a reply that is not ``text/event-stream`` (a server that ignored ``stream: true``
+    and sent one JSON answer) has no events to time. A reply without a Content-Type is read."""
+    encoding = _media(content_encoding)
+    if encoding not in ("", "identity"):
+        return (
+            f"stream_format: the reply is compressed (Content-Encoding: {encoding}), which holds "
+            "events back until the compressor flushes"
+        )
+    media = _media(content_type)
+    if media not in ("", "text/event-stream"):
+        return f"stream_format: the reply is {media}, not an event stream (text/event-stream)"
+    return None
+
+
 def close_request(
     raw: RawRequest, status: int, error_body: bytes, saw_done: bool, done: float
 ) -> None:
@@ -283,7 +331,8 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
         delta = choice.get("delta")
         if delta and token < 0:
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if reasoning or delta.get("content"):
+            # A tool call's deltas are tokens the model generated, stamped and counted as such.
+            if reasoning or delta.get("content") or delta.get("tool_calls"):
                 token = 1 if reasoning else 0
         finish = choice.get("finish_reason") or finish
     if finish is not None and type(finish) is not str:

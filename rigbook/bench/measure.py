@@ -168,9 +168,12 @@ def default_out() -> Path:
 
 def _warmup_code(error: str) -> str:
     """The code one failed warmup request points to: refused (``E_CONNECT``), an HTTP error
-    (``E_HTTP``), or a 200 whose stream then failed (``E_ENGINE_ERROR``)."""
+    (``E_HTTP``), a reply that is no event stream to time (``E_STREAM_FORMAT``), or a 200 whose
+    stream then failed (``E_ENGINE_ERROR``)."""
     if error.startswith("connect"):
         return "E_CONNECT"
+    if error.startswith("stream_format"):
+        return "E_STREAM_FORMAT"
     return "E_HTTP" if error.startswith("http_") else "E_ENGINE_ERROR"
 
 

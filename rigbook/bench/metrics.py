@@ -25,13 +25,23 @@ from rigbook.bench.result import (
     TokenSource,
 )
 
-# Weakest last: a cell reports the weakest source any of its requests used.
+# Weakest last: a cell reports the weakest source any of its requests used. ``client_length``
+# (the count taken as max_tokens on a "length" finish) is only in results written before it was
+# dropped: a server may stop at a limit of its own below max_tokens.
 _SOURCE_ORDER: list[TokenSource] = [
     "server_continuous",
     "server_final",
     "client_length",
     "client_fallback",
 ]
+
+# A reply whose token events (at least BUFFERED_EVENTS) all arrived within BUFFERED_SPAN_S and
+# within BUFFERED_SHARE of its time to first token came in one piece: something between the
+# engine and the client (a proxy, a buffering server) held the stream back, so its TTFT is the
+# whole reply and its stamps time nothing.
+BUFFERED_EVENTS = 3
+BUFFERED_SPAN_S = 0.001
+BUFFERED_SHARE = 0.01
 
 
 def percentile(values, q: float) -> float:
@@ -59,9 +69,7 @@ def distribution(values) -> Distribution:
     )
 
 
-def attribute_tokens(
-    raw: RawRequest, max_tokens: int | None = None
-) -> tuple[TokenSource, np.ndarray]:
+def attribute_tokens(raw: RawRequest) -> tuple[TokenSource, np.ndarray]:
     """The tokens each token-bearing event carried, and the source the counts came from."""
     n = raw.events
     total = (raw.final_usage or {}).get("completion_tokens")
@@ -79,11 +87,27 @@ def attribute_tokens(
     if total is not None and n:
         # Only the total is known: spread it evenly, exact when events carry equal counts.
         return "server_final", np.full(n, total / n)
-    if max_tokens and raw.finish_reason == "length" and n and raw.error is None:
-        # No usage, but the server says it stopped at the limit: the total is max_tokens, however
-        # many tokens each event carried (counting events would under-count multi-token events).
-        return "client_length", np.full(n, max_tokens / n)
+    # No usage: the tokens the client saw, one per token-bearing event. Never max_tokens, even on
+    # a "length" finish: the limit a server stopped at may be its own.
     return "client_fallback", np.ones(n)
+
+
+def one_piece(events: int, sent: float, first: float | None, last: float | None) -> bool:
+    """Whether a reply of ``events`` token events, sent at ``sent``, whose first and last arrived
+    at ``first`` and ``last``, came in one piece (see ``BUFFERED_SPAN_S``)."""
+    if events < BUFFERED_EVENTS or first is None or last is None:
+        return False
+    span = last - first
+    return span <= BUFFERED_SPAN_S and span <= BUFFERED_SHARE * (first - sent)
+
+
+def buffered_requests(records: list[RequestRecord]) -> list[RequestRecord]:
+    """The completed requests whose reply came in one piece: ``W_STREAM_BUFFERED``."""
+    return [
+        r
+        for r in records
+        if r.ok and one_piece(r.chunks, r.sent_s, r.first_token_s, r.last_token_s)
+    ]
 
 
 def to_record(
@@ -98,7 +122,7 @@ def to_record(
     window: tuple[float, float] | None = None,
 ) -> RequestRecord:
     """One request's record; ``t0`` is the cell start on the same clock as ``raw``."""
-    source, tokens = attribute_tokens(raw, max_tokens)
+    source, tokens = attribute_tokens(raw)
     n = raw.events
     times = np.frombuffer(raw.times, dtype=float) if n else np.zeros(0)
     is_reasoning = (
@@ -121,6 +145,11 @@ def to_record(
             error = (
                 f"short: {round(output)} of {max_tokens} tokens (finish_reason {raw.finish_reason})"
             )
+            if source == "client_fallback":
+                error += (
+                    "; the server sent no usage, so these are its token events, and one event "
+                    "may carry several tokens: ask it for usage (stream_options.include_usage)"
+                )
     first = float(times[0]) if n else None
     last = float(times[-1]) if n else None
     content = np.flatnonzero(~is_reasoning)
@@ -128,7 +157,14 @@ def to_record(
     decode = itl_mean = None
     gaps = np.zeros(0)
     after_first = output - (float(tokens[0]) if n else 0.0)
-    if first is not None and last is not None and last > first and after_first > 0:
+    # A reply that came in one piece has no decode time: its stamps are one read's.
+    if (
+        first is not None
+        and last is not None
+        and last > first
+        and after_first > 0
+        and not one_piece(n, raw.sent, first, last)
+    ):
         decode = after_first / (last - first)
         itl_mean = 1000.0 * (last - first) / after_first
         carried = tokens[1:]

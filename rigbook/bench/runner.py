@@ -26,7 +26,7 @@ from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.clients import CellClient, ClientChoice, open_client, resolve
 from rigbook.bench.journal import Journal, journal_path
-from rigbook.bench.metrics import build_cell, to_record
+from rigbook.bench.metrics import buffered_requests, build_cell, to_record
 from rigbook.bench.profiles import Profile
 from rigbook.bench.result import (
     BenchResult,
@@ -247,6 +247,12 @@ async def _run(
                         f"W_SERVER_COUNT: cell {index} (concurrency {conc}): the engine counted "
                         f"{cell.server.generation_tokens:.0f} generated tokens, the client "
                         f"{cell.server.client_tokens}"
+                    )
+                if buffered := buffered_requests(cell.requests):
+                    warnings.append(
+                        f"W_STREAM_BUFFERED: cell {index} (concurrency {conc}): {len(buffered)} "
+                        f"of {len(cell.requests)} replies came in one piece; their TTFT is the "
+                        "whole reply"
                     )
     finally:
         if pool is not None:

@@ -144,6 +144,7 @@ def test_a_real_servers_token_events_are_read_in_c_as_python_reads_them(name):
 
 KEYS = ["choices", "delta", "content", "reasoning_content", "reasoning", "usage", "error"]
 KEYS += ["finish_reason", "completion_tokens", "prompt_tokens", "completion_tokens_details"]
+KEYS += ["tool_calls"]
 TEXT = st.none() | st.sampled_from(
     ["", "a", "é", "\u2028", "\x00", '"', "\\", "\U00010000", "\ud800"]
 )
@@ -201,7 +202,13 @@ TOKEN_EVENT = st.fixed_dictionaries(
             st.fixed_dictionaries(
                 {
                     "delta": st.fixed_dictionaries(
-                        {}, optional={"content": WORDS, "reasoning_content": WORDS}
+                        {},
+                        optional={
+                            "content": WORDS,
+                            "reasoning_content": WORDS,
+                            # a tool call in one choice, reasoning in the next: content first
+                            "tool_calls": st.none() | st.just([{"index": 0}]),
+                        },
                     )
                 },
                 optional={

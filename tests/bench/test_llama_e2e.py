@@ -29,8 +29,8 @@ def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
     assert cell.metrics.requests_ok == 2 and cell.metrics.per_request_decode_tok_s.p50 > 0
     assert cell.metrics.ttft_ms.p50 > 0 and cell.metrics.aggregate_tok_s > 0
     assert all(r.output_tokens >= 48 and r.finish_reason == "length" for r in cell.requests)
-    # llama-cpp-python sends no usage in the stream; its "length" finish gives the count, labelled so.
-    assert cell.token_count_source == "client_length"
+    # llama-cpp-python sends no usage in the stream: its chunks, one token each, are counted, labelled so.
+    assert cell.token_count_source == "client_fallback"
     if cell.client_bound:
         # A loaded machine can stall the client beyond its limit: then the cell says why and
         # gives no perf point rather than a number the client may have distorted.
@@ -38,7 +38,7 @@ def test_quick_profile_against_llama_cpp(llama_server, tmp_path):
         return
     pp = result.perf_points[0]
     assert pp.concurrency == 1 and pp.conditions.reply_tokens == 48
-    assert pp.conditions.token_count_source == "client_length" and pp.conditions.thinking is False
+    assert pp.conditions.token_count_source == "client_fallback" and pp.conditions.thinking is False
     rep = rigbook("report", str(out), "--out", str(tmp_path / "rep"), "--json")
     assert rep.returncode == 0, rep.stderr
     value = json.loads(rep.stdout)

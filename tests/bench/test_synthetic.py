@@ -83,17 +83,37 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
     assert verify_hash(loaded) and loaded == result
 
 
-@pytest.mark.parametrize(
-    "model, source", [("synthetic-final", "server_final"), ("synthetic-nousage", "client_length")]
-)
-def test_token_source_is_recorded(server, tmp_path, model, source):
+def test_a_reply_without_usage_counts_its_chunks_never_max_tokens(server, tmp_path):
+    """Three tokens a chunk and no usage: the client sees 30 chunks, counts 30 and says so, and a
+    held reply is short for want of usage. Before, the "length" finish was taken for max_tokens,
+    which a server that stops below it (a context cap) made read fast."""
     _s, url = server
     result = bench(
-        url, tmp_path / "r.json", model=model, concurrency=[2], requests=2, max_tokens=90
+        url,
+        tmp_path / "r.json",
+        model="synthetic-nousage",
+        concurrency=[1],
+        requests=1,
+        max_tokens=90,
+    )
+    [record] = result.cells[0].requests
+    assert record.output_tokens == 30 and record.chunks == 30
+    assert record.token_source == "client_fallback" and "no usage" in (record.error or "")
+
+
+def test_token_source_is_recorded(server, tmp_path):
+    _s, url = server
+    result = bench(
+        url,
+        tmp_path / "r.json",
+        model="synthetic-final",
+        concurrency=[2],
+        requests=2,
+        max_tokens=90,
     )
     cell = result.cells[0]
-    assert cell.valid and cell.token_count_source == source
-    # Three tokens a chunk: with the final usage, or with none but a "length" finish, every token counts.
+    assert cell.valid and cell.token_count_source == "server_final"
+    # Three tokens a chunk: with the final usage every token counts.
     assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
     for c, sv in zip(
         sorted(r.decode_tok_s for r in cell.requests),
