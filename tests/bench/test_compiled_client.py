@@ -73,6 +73,8 @@ REPLIES = {
     "content-length": SSE + b"Content-Length: %d\r\n\r\n" % len(EVENTS) + EVENTS,
     "close-framed": SSE + b"Connection: close\r\n\r\n" + EVENTS,
     "crlf events": SSE + b"\r\n" + EVENTS.replace(b"\n", b"\r\n"),
+    "bare cr events": SSE + b"\r\n" + EVENTS.replace(b"\n", b"\r"),
+    "mixed line ends": SSE + b"\r\n" + EVENTS.replace(b"\n\n", b"\r\n\r", 3),
     "comments and other fields": SSE
     + b"\r\n: keep-alive\n\nevent: message\nid: 7\n"
     + EVENTS.replace(b"\n\n", b"\n\n: ping\n\n"),
@@ -140,7 +142,14 @@ def test_both_clients_read_every_reply_alike(name):
         return
     assert outcome(native) == outcome(python)
     assert_sane_times(native)
-    if name in ("chunked", "content-length", "close-framed", "crlf events"):
+    if name in (
+        "chunked",
+        "content-length",
+        "close-framed",
+        "crlf events",
+        "bare cr events",
+        "mixed line ends",
+    ):
         assert native.error is None and native.events == 3 and native.finish_reason == "length"
     if name in ("llama-server", "vllm"):
         assert (
@@ -156,7 +165,16 @@ def test_both_clients_read_every_reply_alike(name):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    name=st.sampled_from(["chunked", "content-length", "crlf events", "usage on every token"]),
+    name=st.sampled_from(
+        [
+            "chunked",
+            "content-length",
+            "crlf events",
+            "bare cr events",
+            "mixed line ends",
+            "usage on every token",
+        ]
+    ),
     cuts=st.lists(st.integers(1, 10_000), max_size=8),
 )
 def test_a_reply_split_at_any_bytes_reads_the_same(name, cuts):
