@@ -122,6 +122,8 @@ typedef struct {
     double ended_at;  /* when reading ended, on the monotonic clock */
     long reads;
     int in_read;      /* events completed by the read being fed */
+    int tokens_in_read; /* of them, token events (read in C) */
+    double last_token; /* when its latest token event arrived; 0: none yet */
 } Stream;
 
 typedef struct {
@@ -196,11 +198,13 @@ static void emit(Reader *r, Stream *s, const char *p, size_t n, double t) {
         return;
     }
     TokenEvent token;
-    if (events_add(&s->out, p, n, t, token_event(p, n, &token) ? &token : NULL) < 0) {
+    int is_token = token_event(p, n, &token);
+    if (events_add(&s->out, p, n, t, is_token ? &token : NULL) < 0) {
         fail(r, s, "dropped: the client ran out of memory");
         return;
     }
     s->in_read++;
+    s->tokens_in_read += is_token;
     mark_dirty(r, s);
 }
 
@@ -448,7 +452,7 @@ static void feed(Reader *r, Stream *s, const char *d, size_t n, double t) {
  * to read (its previous epoll_wait): every byte read now arrived after it. */
 static void read_stream(Reader *r, Stream *s, char *buffer, double t, double real_minus_mono, double since, int hup) {
     char control[CMSG_SPACE(sizeof(struct timespec))];
-    s->in_read = 0;
+    s->in_read = s->tokens_in_read = 0;
     double arrival = t;
     for (;;) {
         struct iovec into = {.iov_base = buffer, .iov_len = READ_SIZE};
@@ -497,10 +501,15 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
         double window = arrival - from;
         if (window > r->merged_worst) r->merged_worst = window;
     }
-    if (s->in_read > 0) { /* the gap between a stream's events, the first one's TTFT left out */
-        double gap = arrival - s->last_arrival;
-        if (s->last_arrival > 0.0 && gap > 0.0) r->gap = r->gap == 0.0 ? gap : r->gap + 0.05 * (gap - r->gap);
-        s->last_arrival = arrival;
+    if (s->in_read > 0) s->last_arrival = arrival;
+    /* The pace follows the gap between a stream's token events. Not between any two events: a
+     * server that sends the role event at once and the first token after the prefill (vLLM) made
+     * the first gap a TTFT, which set the pace to its 10 ms ceiling at each cell's start, and
+     * a read held back that long stamps an event with the bytes of the next that came in it. */
+    if (s->tokens_in_read > 0) {
+        double gap = arrival - s->last_token;
+        if (s->last_token > 0.0 && gap > 0.0) r->gap = r->gap == 0.0 ? gap : r->gap + 0.05 * (gap - r->gap);
+        s->last_token = arrival;
     }
     if (r->last_any > 0.0 && arrival - r->last_any > r->read_gap_worst) r->read_gap_worst = arrival - r->last_any;
     if (r->open > 0 && arrival > r->last_any) r->last_any = arrival;

@@ -47,7 +47,7 @@ except ImportError:  # not built: no C compiler at install, or not Linux
 
 _perf = time.perf_counter
 
-# The reader's pace: a quarter of the mean gap between a stream's events, 1 to 10 ms. A read
+# The reader's pace: a quarter of the mean gap between a stream's token events, 1 to 10 ms. A read
 # then holds one event of a stream unless the reader was late by most of a gap, and the window it
 # measures stays within half of the stall limit (half a gap) when it is on time.
 PACE_SHARE = 0.25

@@ -458,3 +458,23 @@ def test_a_first_token_written_with_the_role_is_no_merged_read():
 
     load = asyncio.run(run())
     assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
+
+
+def test_the_pace_follows_the_gap_between_tokens_not_the_role_events():
+    """vLLM sends the role event at once and the first token after the prefill: before, that gap
+    seeded the reader's pace, which sat near its 10 ms ceiling for the first tokens of each cell
+    (a read held back that long stamps an event with the bytes of the next that came with it)."""
+    role = event({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+    # the role event, a 200 ms prefill (50 empty writes 4 ms apart), then a token every 4 ms
+    pieces = [SSE + b"\r\n" + role, *[b""] * 50, *(event(token()) for _ in range(12)), EVENTS]
+
+    async def run() -> float:
+        server, url = await scripted_server(pieces, pause_s=0.004)
+        async with server:
+            client = compiled.CompiledClient(Target(url), 10.0)
+            await client.send(b"{}", RawRequest())
+            gap = client._reader.stats()["gap"]
+            client.close()
+        return gap
+
+    assert asyncio.run(run()) < 0.05
