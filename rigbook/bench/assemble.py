@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from rigbook import __version__
+from rigbook.bench.metrics import buffered_requests
 from rigbook.bench.result import BenchResult, Cell, Conditions, RequestRecord, RunTelemetry
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
@@ -74,9 +75,14 @@ def assemble(
     extra: dict | None = None,
     warmup: list[RequestRecord] | None = None,
 ) -> BenchResult:
-    """The hashed result. Invalid or client-bound cells are kept but never become perf points.
-    Warmup records are kept only when none succeeded: they are then the only evidence."""
-    points = [perf_point(c, cond, extra or {}) for c in cells if c.valid and not c.client_bound]
+    """The hashed result. Invalid or client-bound cells, and cells with replies that came in one
+    piece (W_STREAM_BUFFERED: their TTFT is the whole reply), are kept but never become perf
+    points. Warmup records are kept only when none succeeded: they are then the only evidence."""
+    points = [
+        perf_point(c, cond, extra or {})
+        for c in cells
+        if c.valid and not c.client_bound and not buffered_requests(c.requests)
+    ]
     failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
     return BenchResult(
         conditions=cond,

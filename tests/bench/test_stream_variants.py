@@ -290,3 +290,5 @@ def test_a_cell_of_buffered_replies_carries_a_warning(kind, tmp_path):
     assert any(w.startswith("W_STREAM_BUFFERED: cell 0") for w in result.warnings), result.warnings
     cell = result.cells[0]
     assert cell.metrics.per_request_decode_tok_s.n == 0
+    # valid, but its TTFT is the whole reply: no perf point (before: published, unflagged)
+    assert cell.valid and result.perf_points == []
