@@ -448,6 +448,21 @@ static void feed(Reader *r, Stream *s, const char *d, size_t n, double t) {
     }
 }
 
+/* The kernel's receive stamp in a message's control data, on the monotonic clock; 0 if none. */
+static double stamp_of(struct msghdr *msg, double real_minus_mono) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec k;
+            memcpy(&k, CMSG_DATA(c), sizeof k);
+            return k.tv_sec + k.tv_nsec * 1e-9 - real_minus_mono;
+        }
+    }
+    return 0.0;
+}
+
+/* Bytes of a later event than the last one completed: the read ended inside it. */
+static int partial(const Stream *s) { return s->sse.len > 0 || (s->phase == CHUNK_SIZE && s->line.len > 0); }
+
 /* Read what a ready stream holds. `since` is when the thread last saw this stream with nothing
  * to read (its previous epoll_wait): every byte read now arrived after it. */
 static void read_stream(Reader *r, Stream *s, char *buffer, double t, double real_minus_mono, double since, int hup) {
@@ -472,17 +487,9 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
             end(r, s);
             break;
         }
-        int stamped = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-                struct timespec k;
-                memcpy(&k, CMSG_DATA(c), sizeof k);
-                double at = k.tv_sec + k.tv_nsec * 1e-9 - real_minus_mono;
-                /* a stamp after the read (a clock step) is not believed */
-                arrival = at < t ? at : t;
-                stamped = 1;
-            }
-        }
+        double at = stamp_of(&msg, real_minus_mono);
+        int stamped = at > 0.0;
+        if (stamped) arrival = at < t ? at : t; /* a stamp after the read (a clock step) is not believed */
         /* A kernel that takes the option and sends no stamp (gVisor's, say): the events carry
          * when the thread woke, which nothing here bounds, so the cell must say so. */
         if (!stamped) r->unstamped++, arrival = t;
@@ -491,12 +498,17 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
          * edge, so it is read now (else the stream would wait for its stall limit). */
         if (((size_t)got < READ_SIZE && !hup) || s->ended) break;
     }
-    /* A read that ends its stream is left out: the events after the last token (finish reason,
-     * usage, [DONE]) carry no token and servers write them at once after it. So is the read that
-     * brings a stream's first events: its window would span the TTFT, during which the thread
-     * was blocked in epoll_wait (which wakes at the first byte), and servers write the role event
-     * and the first token together (llama-server: a 124 ms "merge" in every cell). */
-    if (s->in_read >= 2 && !s->ended && s->last_arrival > 0.0) {
+    /* A read that held several events of the stream, or a token and the start of a later event,
+     * stamped the earlier ones with the later bytes' arrival (the kernel merges data waiting in a
+     * socket into one buffer, which keeps the newest stamp): by at most the window from when the
+     * thread last saw the stream empty to the last byte's stamp. A read that ends its stream is
+     * left out: the events after the last token (finish reason, usage, [DONE]) carry no token and
+     * servers write them at once after it. So is the read that brings a stream's first events:
+     * its window would span the TTFT, during which the thread was blocked in epoll_wait (which
+     * wakes at the first byte), and servers write the role event and the first token together
+     * (llama-server: a 124 ms "merge" in every cell). */
+    int merged = s->in_read >= 2 || (s->tokens_in_read > 0 && partial(s));
+    if (merged && !s->ended && s->last_arrival > 0.0) {
         double from = since > s->drained ? since : s->drained;
         double window = arrival - from;
         if (window > r->merged_worst) r->merged_worst = window;

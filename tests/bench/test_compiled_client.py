@@ -478,3 +478,31 @@ def test_the_pace_follows_the_gap_between_tokens_not_the_role_events():
         return gap
 
     assert asyncio.run(run()) < 0.05
+
+
+def test_a_read_of_a_token_and_the_start_of_a_later_event_is_a_merged_read(monkeypatch):
+    """A reader late by 250 ms (its pace held there) reads a token together with half of the next
+    event, written 40 ms after it: the kernel keeps the newest stamp, so the token carries the
+    later bytes'. Before, only a read that completed several events was a merged read."""
+    monkeypatch.setattr(compiled, "PACE_MIN_S", 0.25)
+    monkeypatch.setattr(compiled, "PACE_MAX_S", 0.25)
+    role = event({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})
+    third = event(token("c"))
+    # 40 ms apart: the role and a, b, half of c, then (after 8 empty writes) the rest
+    pieces = [SSE + b"\r\n" + role + event(token("a")), event(token("b")), third[:10]]
+    pieces += [*[b""] * 8, third[10:] + EVENTS]
+
+    async def run() -> tuple[ClientLoad, RawRequest]:
+        server, url = await scripted_server(pieces, pause_s=0.04)
+        async with server:
+            client = compiled.CompiledClient(Target(url), 10.0)
+            client.start()
+            raw = RawRequest()
+            await client.send(b"{}", raw)
+            load = await client.stop()
+            client.close()
+        return load, raw
+
+    load, raw = asyncio.run(run())
+    assert raw.error is None and raw.events == 6
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms >= 20.0, load
