@@ -4,13 +4,15 @@ Two quality points of the same test are comparable only when they asked the same
 needle, the same haystack, context length, depths, facts per probe, number of probes and cache
 state; for a multiple-choice suite, the same suite and version (or question set) and the same
 number of questions. Anything that differs, or that one side does not state, makes the pair
-"not comparable", and each such condition is named.
+"not comparable", and each such condition is named. Each side's score carries its agreement and
+exact McNemar p where the point states them.
 """
 
 from __future__ import annotations
 
 from rigbook.compare.model import QualityPair, QualityPoint, Reason
 from rigbook.quality.claims import label, score
+from rigbook.quality.present import paired_stats
 from rigbook.recipe.schema import QualityMeasure
 
 
@@ -79,8 +81,8 @@ def judge_quality(a: QualityPoint, b: QualityPoint) -> QualityPair:
         test=qa.test,
         a_label=label(a),
         b_label=label(b),
-        a_score=score(a),
-        b_score=score(b),
+        a_score=score(a) + paired_stats(a),
+        b_score=score(b) + paired_stats(b),
         verdict="not comparable" if reasons else "comparable",
         reasons=reasons,
     )
