@@ -227,3 +227,24 @@ def _agree(path):
     result.quality_points = agree_points(result, path.name)
     save(result, path)
     return path
+
+
+def test_compare_lists_claims_the_other_side_does_not_measure():
+    """The TP4 reference states no quality: the seed's claims are shown on their own."""
+    tp4 = "glm-5-3-flash-qad-csf-on-4x-rtx-pro-6000-blackwell-tp4-reference"
+    for fmt in ("md", "table"):
+        p = subprocess.run(
+            [sys.executable, "-m", "rigbook", "compare", str(SEED_RECORD), tp4, "--format", fmt],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        assert p.returncode == 0, p.stderr
+        out = " ".join(p.stdout.split())
+        assert (
+            "only A states: multiple choice, MMLU-Pro vs TP4: 168/200 right (84.0%), "
+            "exact McNemar p=1 vs TP4" in out
+        ), fmt
+        assert "only A states: needle, context 1048576: 1/1 probes passed" in out
+        assert "only B states" not in out
