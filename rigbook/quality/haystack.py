@@ -223,7 +223,8 @@ def bound_codes(reply: str, key: str, keys: list[str]) -> list[str]:
 def read_reply(reply: str, lay: Layout, prose: list[str]) -> Reading:
     """Judge a reply (docs/quality.md, "Pass or fail"): a fact is found when the reply gives its
     code under its vault's name and under no other code; the reply fails when it names a decoy's
-    code, more distinct codes than facts were asked, or repeats a sentence of the prompt."""
+    code, more distinct codes than facts were asked, or repeats the prompt's intro or a sentence
+    of its prose or decoys."""
     keys = [f.key for f in lay.facts] + [d.key for d in lay.decoys]
     codes = set(_CODE.findall(reply))
     found, anywhere = {}, {}
@@ -246,8 +247,9 @@ def read_reply(reply: str, lay: Layout, prose: list[str]) -> Reading:
 
 
 def repeats_prompt(reply: str, lay: Layout, prose: list[str]) -> bool:
-    """The reply holds the intro or a whole sentence of the prose, a fact or a decoy."""
+    """The reply holds the intro, a whole sentence of the prose or a decoy's sentence (a fact's
+    own sentence is an answer in the prompt's words, not an echo)."""
     if _INTRO.split(". ")[0] in reply:
         return True
-    told = {f.sentence() for f in [*lay.facts, *lay.decoys]} | set(prose)
+    told = {d.sentence() for d in lay.decoys} | set(prose)
     return any(s in reply for s in told)

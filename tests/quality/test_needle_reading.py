@@ -23,6 +23,9 @@ PROSE = haystack.filler(1, 40)
         "QZRM-4821: 5190374\nBKTW-1033: 8812045",
         "**QZRM-4821**: 5190374\n**BKTW-1033**: 8812045",
         "Vault qzrm-4821 has code 5190374, and vault BKTW-1033 has code 8812045.",
+        # The facts in the prompt's own words: an answer, not an echo.
+        "The access code for vault QZRM-4821 is 5190374. "
+        "The access code for vault BKTW-1033 is 8812045.",
         # The question said again first: a mention with no code binds nothing.
         "The codes for vault QZRM-4821 and vault BKTW-1033 are:\nQZRM-4821: 5190374\n"
         "BKTW-1033: 8812045",
@@ -57,6 +60,17 @@ def test_codes_under_their_vaults_pass(reply):
             "Below is a long passage. QZRM-4821: 5190374\nBKTW-1033: 8812045",
             ["echo"],
             [True, True],
+        ),
+        (
+            f"QZRM-4821: 5190374\nBKTW-1033: 8812045\n{DECOYS[4].sentence()}",
+            ["decoy", "many_codes", "echo"],
+            [True, True],
+        ),
+        # "A and B are X and Y": nothing binds X to A.
+        (
+            "The access codes for vault QZRM-4821 and vault BKTW-1033 are 5190374 and 8812045.",
+            ["unbound"],
+            [False, False],
         ),
     ],
 )
