@@ -200,7 +200,6 @@ class Reading:
     found: dict[str, bool]
     anywhere: dict[str, bool]
     faults: list[Fault]
-    codes: int
 
 
 def _mentions(reply: str, key: str) -> list[re.Match[str]]:
@@ -233,7 +232,7 @@ def read_reply(reply: str, lay: Layout, prose: list[str]) -> Reading:
         found[f.key] = bool(given) and set(given) == {f.value}
         anywhere[f.key] = f.value in codes
     faults: list[Fault] = []
-    if not all(found[f.key] or anywhere[f.key] for f in lay.facts):
+    if not all(anywhere.values()):
         faults.append("missed")
     if any(anywhere[k] and not found[k] for k in found):
         faults.append("unbound")
@@ -243,7 +242,7 @@ def read_reply(reply: str, lay: Layout, prose: list[str]) -> Reading:
         faults.append("many_codes")
     if repeats_prompt(reply, lay, prose):
         faults.append("echo")
-    return Reading(found=found, anywhere=anywhere, faults=faults, codes=len(codes))
+    return Reading(found=found, anywhere=anywhere, faults=faults)
 
 
 def repeats_prompt(reply: str, lay: Layout, prose: list[str]) -> bool:
