@@ -64,8 +64,12 @@ class NeedleSpec:
     out: Path
     recipe: str | None = None
     recipe_context: int | None = None
-    reply_tokens: int = 48
+    reply_tokens: int | None = None
     stall_s: float = 900.0
+
+    def reply_cap(self) -> int:
+        """Reply tokens: as given, else room for a `VAULT: CODE` line per fact (48 for two)."""
+        return self.reply_tokens or 16 * self.facts + 16
 
 
 def _context_error(ctx: int, served: int | None, why: str) -> EndpointError:
@@ -263,11 +267,11 @@ async def _resolve_contexts(
         else [served if c is None else c for c in spec.contexts]
     )
     for ctx in contexts:
-        if ctx <= TEMPLATE_RESERVE + spec.reply_tokens + 64:
+        if ctx <= TEMPLATE_RESERVE + spec.reply_cap() + 64:
             raise InputError(
                 "E_INPUT",
                 f"--context {ctx} leaves no room for a haystack",
-                f"Use at least {TEMPLATE_RESERVE + spec.reply_tokens + 256}.",
+                f"Use at least {TEMPLATE_RESERVE + spec.reply_cap() + 256}.",
             )
         if served is not None and ctx > served:
             raise _context_error(ctx, served, f"it serves {served} tokens ({source})")
@@ -283,7 +287,7 @@ async def run_needle(
         contexts, served_ctx, ctx_source = await _resolve_contexts(client, spec, served.model)
         sizer = _Sizer(client, spec, served.model)
         await sizer.calibrate()
-        sampling = Sampling(seed=spec.seed, max_tokens=spec.reply_tokens)
+        sampling = Sampling(seed=spec.seed, max_tokens=spec.reply_cap())
         result = NeedleResult(
             conditions=NeedleConditions(
                 endpoint=Endpoint(**served.model_dump(), recipe=spec.recipe),
@@ -330,7 +334,7 @@ def _refuse_truncated(result: NeedleResult, out: Path) -> None:
 async def _run_context(
     client, spec: NeedleSpec, result: NeedleResult, ctx: int, sizer: _Sizer, progress
 ) -> None:
-    target = ctx - TEMPLATE_RESERVE - spec.reply_tokens
+    target = ctx - TEMPLATE_RESERVE - spec.reply_cap()
     sentences = haystack.filler(spec.seed + ctx, int(target / sizer.per_sentence) + 50)
     for depth in spec.depths:
         rng = random.Random(f"{spec.seed}:{ctx}:{depth}")

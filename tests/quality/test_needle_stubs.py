@@ -36,6 +36,8 @@ def test_an_honest_reader_passes_with_decoys_around(tmp_path, tokenizer):
     with stubs.serve(stubs.Stub(stubs.honest, tokenizer=tokenizer)) as url:
         res = _needle(url, tmp_path, facts=3)
     assert [p.depth for p in res.probes] == [0.0, 0.5, 1.0]
+    # Room for a `VAULT: CODE` line per fact.
+    assert res.conditions.sampling.max_tokens == 16 * 3 + 16
     for p in res.probes:
         assert p.passed and p.faults == [] and p.truncated is False, p
         assert all(f.found and f.in_reply for f in p.facts)
