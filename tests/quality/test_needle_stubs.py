@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +101,15 @@ def test_a_cut_prompt_is_its_own_code(tmp_path, tokenizer):
     assert len(kept) == 2 and not any(p.truncated for p in kept)
     # Only the context served whole gives a quality point.
     assert [pt.context_len for pt in res.quality_points] == [3072]
+    report = subprocess.run(
+        [sys.executable, "-m", "rigbook", "report", str(out), "--format", "md", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    page = Path(json.loads(report.stdout)["report"]).read_text(encoding="utf-8")
+    assert "| 8192 | 0 | cold | 0/2 | prompt cut | 6000 |" in page
 
 
 def test_a_cut_calibration_is_its_own_code(tmp_path):
