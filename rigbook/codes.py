@@ -75,6 +75,7 @@ class Code(StrEnum):
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
     E_CONTEXT = "E_CONTEXT"
     E_SUITE = "E_SUITE"
+    E_PROMPT_TRUNCATED = "E_PROMPT_TRUNCATED"
     E_NOT_COMPARABLE = "E_NOT_COMPARABLE"
     E_AUTH = "E_AUTH"
     E_RATE_LIMIT = "E_RATE_LIMIT"
@@ -560,6 +561,16 @@ _ALL = [
         "A question suite could not be found, fetched or read.",
         "Use the built-in suite, a JSONL file (question, options, answer), or "
         "hf:OWNER/NAME@COMMIT of a dataset in MMLU-Pro's layout.",
+    ),
+    _c(
+        Code.E_PROMPT_TRUNCATED,
+        "error",
+        "EndpointError",
+        "quality",
+        "The server counted fewer prompt tokens than were sent: it cut the prompt (as Ollama does "
+        "at its context), so the probe says nothing about retrieval.",
+        "Use --context at or below the count the server reported, or start the server with a "
+        "longer context (Ollama: num_ctx).",
     ),
     # compare
     _c(

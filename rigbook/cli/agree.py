@@ -21,10 +21,12 @@ def register(app: typer.Typer) -> None:
         suite: str = typer.Option(
             "generated",
             "--suite",
-            help="generated[@VERSION], a JSONL file, "
+            help="generated[@VERSION], a JSONL file (rigbook's or MMLU-Pro's layout), "
             "or hf:OWNER/NAME@COMMIT[:PATH] (MMLU-Pro layout).",
         ),
-        n: int = typer.Option(200, "--n", min=1, help="Questions to ask."),
+        n: int = typer.Option(
+            200, "--n", min=1, help="Questions to ask (a shorter suite is asked in full)."
+        ),
         seed: int = typer.Option(
             0, "--seed", help="Sampling seed; also picks a hub dataset's sample."
         ),
@@ -52,6 +54,8 @@ def register(app: typer.Typer) -> None:
             from rigbook.quality.suite_spec import load_suite
 
             questions = load_suite(suite, n, seed)
+            if questions.info.note and not as_json:
+                console.print(f"[yellow]note: {questions.info.note}[/]", highlight=False)
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             target = out or state_dir("results") / f"agree-{stamp}.json"
             spec = AgreeSpec(

@@ -70,6 +70,14 @@ def _show(recipe: Recipe) -> None:
                 f"  c={p.concurrency} decode {p.decode_tok_s} tok/s ({p.claimed_by}) {p.notes or ''}",
                 markup=False,
             )
+    from rigbook.quality.claims import recipe_quality
+    from rigbook.quality.present import claim_line
+
+    claims = recipe_quality(recipe)
+    if claims:
+        console.print("quality claims:")
+    for q in claims:
+        console.print(f"  {claim_line(q)}", markup=False, highlight=False)
     for u in recipe.ext.unknowns:
         console.print(f"  unknown: {u}", markup=False)
 

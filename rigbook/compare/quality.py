@@ -4,13 +4,16 @@ Two quality points of the same test are comparable only when they asked the same
 needle, the same haystack, context length, depths, facts per probe, number of probes and cache
 state; for a multiple-choice suite, the same suite and version (or question set) and the same
 number of questions. Anything that differs, or that one side does not state, makes the pair
-"not comparable", and each such condition is named.
+"not comparable", and each such condition is named. Each side's score carries its agreement and
+exact McNemar p where the point states them; a claim of a test the other side does not measure
+is listed on its own.
 """
 
 from __future__ import annotations
 
-from rigbook.compare.model import QualityPair, QualityPoint, Reason
+from rigbook.compare.model import QualityPair, QualityPoint, Reason, Source
 from rigbook.quality.claims import label, score
+from rigbook.quality.present import claim_line, paired_stats
 from rigbook.recipe.schema import QualityMeasure
 
 
@@ -79,8 +82,8 @@ def judge_quality(a: QualityPoint, b: QualityPoint) -> QualityPair:
         test=qa.test,
         a_label=label(a),
         b_label=label(b),
-        a_score=score(a),
-        b_score=score(b),
+        a_score=score(a) + paired_stats(a),
+        b_score=score(b) + paired_stats(b),
         verdict="not comparable" if reasons else "comparable",
         reasons=reasons,
     )
@@ -100,4 +103,15 @@ def quality_lines(pairs: list[QualityPair]) -> list[str]:
             f"{p.b_score} — {p.verdict}"
         )
         lines += [f"  ✗ {r.message}" for r in p.reasons]
+    return lines
+
+
+def quality_section(pairs: list[QualityPair], a: Source, b: Source) -> list[str]:
+    """The pairs' lines, then each quality claim of a test the other side states nothing of."""
+    lines = quality_lines(pairs)
+    for letter, mine, theirs in (("A", a.quality, b.quality), ("B", b.quality, a.quality)):
+        tests = {_measure(q).test for q in theirs}
+        lines += [
+            f"only {letter} states: {claim_line(p)}" for p in mine if _measure(p).test not in tests
+        ]
     return lines

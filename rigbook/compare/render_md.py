@@ -11,7 +11,7 @@ from rigbook.compare.present import (
     reason_lines,
     source_line,
 )
-from rigbook.compare.quality import quality_lines
+from rigbook.compare.quality import quality_section
 
 
 def render_md(comparison: Comparison) -> str:
@@ -47,11 +47,12 @@ def render_md(comparison: Comparison) -> str:
                 out.append(f"- {overall}")
             out += [f"- {mark} {text}" for mark, text in reason_lines(verdict)]
             out.append("")
-        if pair.quality:
+        quality = quality_section(pair.quality, by_name[pair.a], by_name[pair.b])
+        if quality:
             out += ["**quality, like for like**", ""]
             out += [
                 f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}"
-                for line in quality_lines(pair.quality)
+                for line in quality
             ] + [""]
         notes = missing_notes(pair) + [
             f"{side} points with no partner: {'; '.join(labels)}"

@@ -16,7 +16,7 @@ from rigbook.compare.present import (
     reason_lines,
     source_line,
 )
-from rigbook.compare.quality import quality_lines
+from rigbook.compare.quality import quality_section
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 
@@ -59,9 +59,10 @@ def render_table(comparison: Comparison, console: Console) -> None:
                 console.print(f"  {overall}", highlight=False)
             for mark, text in reason_lines(verdict):
                 console.print(f"  {mark} {text}", highlight=False, markup=False)
-        if pair.quality:
+        quality = quality_section(pair.quality, by_name[pair.a], by_name[pair.b])
+        if quality:
             console.print("[bold]quality, like for like[/]", highlight=False)
-            for line in quality_lines(pair.quality):
+            for line in quality:
                 console.print(f"  {line}", highlight=False, markup=False)
         for note in missing_notes(pair):
             console.print(f"[dim]  {note}[/]", highlight=False)

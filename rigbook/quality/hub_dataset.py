@@ -4,7 +4,8 @@ Spec: ``hf:OWNER/NAME@COMMIT[:PATH]``. The commit must be a full 40-hex revision
 same spec always means the same bytes; PATH defaults to MMLU-Pro's test split. The file is
 fetched through ``huggingface_hub`` (which honours ``HF_ENDPOINT`` and its cache) and may be
 Parquet or JSON Lines. Rows need ``question``, ``options`` and ``answer`` (a letter) or
-``answer_index``; ``question_id`` and ``category`` are kept when present.
+``answer_index``; ``question_id`` and ``category`` are kept when present, other columns are
+read past. A dataset of fewer than ``n`` questions is asked in full, with a note.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rigbook.errors import InputError
-from rigbook.quality.extract import LETTERS
-from rigbook.quality.suites import Question, Suite, make_suite
+from rigbook.quality.suites import Suite, make_suite, question_from_row, shorter_note
 
 DEFAULT_PATH = "data/test-00000-of-00001.parquet"
 _SPEC = re.compile(r"hf:(?P<repo>[\w.-]+/[\w.-]+)@(?P<rev>[^:]+)(?::(?P<path>.+))?")
@@ -86,46 +86,34 @@ def _rows(file: Path) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _question(row: dict, no: int) -> Question:
-    options = [str(o) for o in row.get("options") or []]
-    answer = row.get("answer")
-    if answer is None and isinstance(row.get("answer_index"), int):
-        answer = LETTERS[row["answer_index"]]
-    return Question(
-        id=str(row.get("question_id", no)),
-        question=str(row.get("question", "")),
-        options=options,
-        answer=answer,
-        category=row.get("category"),
-    )
-
-
 def hub_suite(spec: str, n: int, seed: int) -> Suite:
-    """Fetch the dataset file and take a seeded sample of ``n`` questions, in file order."""
+    """Fetch the dataset file and take a seeded sample of ``n`` questions, in file order (all of
+    them when it has no more)."""
     repo, rev, path = _parse(spec)
     file = _download(repo, rev, path)
     try:
         rows = _rows(file)
-        questions = [_question(r, i) for i, r in enumerate(rows)]
+        questions = [question_from_row(r, i, strict=False) for i, r in enumerate(rows)]
     except (ValueError, ValidationError, OSError) as exc:
         raise InputError(
             "E_SUITE",
             f"{path} of {repo} is not in MMLU-Pro's layout: {str(exc).splitlines()[0]}",
             "Rows need question, options (a list) and answer (a letter) or answer_index.",
         ) from exc
-    if n > len(questions):
-        raise InputError(
-            "E_SUITE",
-            f"{repo} {path} has {len(questions)} questions, fewer than --n {n}",
-            f"Use --n {len(questions)} or less.",
-        )
-    picked = sorted(random.Random(seed).sample(range(len(questions)), n))
     sha = hashlib.sha256(file.read_bytes()).hexdigest()
-    suite = make_suite(
+    if n >= len(questions):
+        picked, note = list(range(len(questions))), None
+        if n > len(questions):
+            note = shorter_note(f"{repo} {path}", len(questions), n)
+        selection = f"all {len(questions)}"
+    else:
+        picked, note = sorted(random.Random(seed).sample(range(len(questions)), n)), None
+        selection = f"seeded sample of {n} of {len(questions)} (seed {seed})"
+    return make_suite(
         repo.split("/")[-1],
         rev,
         f"hf:{repo}@{rev}:{path}",
         [questions[i] for i in picked],
-        f"seeded sample of {n} of {len(questions)} (seed {seed}); file sha256:{sha}",
+        f"{selection}; file sha256:{sha}",
+        note,
     )
-    return suite

@@ -1,9 +1,11 @@
-"""`rigbook needle`: salted facts hidden in a long prompt, asked for, timed.
+"""`rigbook needle`: salted facts hidden among decoys in a long prompt, asked for, timed.
 
 For each context length and depth one probe is sent cold (its own salt, so nothing cached
 could help); with ``warm`` the same prompt is sent again at once. The haystack is sized with
-the server's tokenizer where it has one, else from the usage of two calibration requests; the
-prompt tokens recorded are always the ones the server's usage counted for the probe itself.
+the server's tokenizer where it has one, else from the usage of calibration requests; the
+prompt tokens recorded are always the ones the server's usage counted for the probe itself,
+and a count below what was sent is a truncation (``E_PROMPT_TRUNCATED``), never a retrieval
+failure.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rigbook.errors import EndpointError, InputError
 from rigbook.quality import haystack
 from rigbook.quality.chat import Reply, ask, body, count_prompt
 from rigbook.quality.result import (
+    Decoy,
     Endpoint,
     Fact,
     NeedleConditions,
@@ -39,6 +42,12 @@ from rigbook.recipe.schema import PerfPoint, QualityMeasure
 # Tokens kept free beside the user message: the chat template's own tokens and the reply.
 TEMPLATE_RESERVE = 64
 CALIBRATION_SENTENCES = 200
+# A server's count may fall short of the tokenizer's by a few tokens where the message meets the
+# chat template; below this it cut the prompt.
+TOKENIZER_SLACK = 16
+# Without a tokenizer the size is an estimate from calibration: a count under this share of it
+# is a cut.
+ESTIMATE_SHARE = 0.9
 
 
 @dataclass
@@ -55,8 +64,12 @@ class NeedleSpec:
     out: Path
     recipe: str | None = None
     recipe_context: int | None = None
-    reply_tokens: int = 48
+    reply_tokens: int | None = None
     stall_s: float = 900.0
+
+    def reply_cap(self) -> int:
+        """Reply tokens: as given, else room for a `VAULT: CODE` line per fact (48 for two)."""
+        return self.reply_tokens or 16 * self.facts + 16
 
 
 def _context_error(ctx: int, served: int | None, why: str) -> EndpointError:
@@ -76,6 +89,7 @@ class _Sizer:
         self.client, self.spec, self.model = client, spec, model
         self.counter = TokenCounter(client, spec.url, model)
         self.per_sentence = 0.0
+        self.fixed = 0.0
         self.source = ""
 
     async def calibrate(self) -> None:
@@ -88,24 +102,43 @@ class _Sizer:
             )
             return
         sampling = Sampling(seed=self.spec.seed, max_tokens=1)
-        small, big = [
-            await count_prompt(
+        sizes = (20, 110, len(sample))
+        counts = []
+        for size in sizes:
+            said = await count_prompt(
                 self.client,
                 self.spec.url,
-                body(self.model, " ".join(s), sampling),
+                body(self.model, " ".join(sample[:size]), sampling),
                 self.spec.stall_s,
             )
-            for s in (sample[:20], sample)
-        ]
-        if small.prompt_tokens is None or big.prompt_tokens is None:
+            if said.prompt_tokens is None:
+                raise EndpointError(
+                    "E_HTTP",
+                    "the server neither counts tokens nor reports usage: "
+                    f"{said.error or 'no usage in its answer'}",
+                    "Use an engine that answers usage (vLLM, SGLang, llama.cpp).",
+                )
+            counts.append(said.prompt_tokens)
+        first = (counts[1] - counts[0]) / (sizes[1] - sizes[0])
+        second = (counts[2] - counts[1]) / (sizes[2] - sizes[1])
+        # Prose of one kind costs the same per sentence: a second step much cheaper than the
+        # first means the server dropped part of the longer message.
+        if first <= 0 or second < 0.85 * first:
             raise EndpointError(
-                "E_HTTP",
-                "the server neither counts tokens nor reports usage: "
-                f"{small.error or big.error or 'no usage in its answer'}",
-                "Use an engine that answers usage (vLLM, SGLang, llama.cpp).",
+                "E_PROMPT_TRUNCATED",
+                f"calibration: the server counted {counts[0]}, {counts[1]} and {counts[2]} "
+                f"prompt tokens for {sizes[0]}, {sizes[1]} and {sizes[2]} sentences of prose: "
+                f"it cut the longer messages (its context is about {max(counts)} tokens)",
             )
-        self.per_sentence = (big.prompt_tokens - small.prompt_tokens) / (len(sample) - 20)
-        self.source = "usage of two calibration requests (3% margin)"
+        self.per_sentence = (counts[2] - counts[0]) / (sizes[2] - sizes[0])
+        self.fixed = counts[0] - sizes[0] * self.per_sentence
+        self.source = "usage of three calibration requests (3% margin)"
+
+    def least_count(self, sentences: int, message_tokens: int | None) -> int:
+        """The fewest prompt tokens a server that kept the whole message could count."""
+        if message_tokens is not None:
+            return message_tokens - TOKENIZER_SLACK
+        return int(ESTIMATE_SHARE * (self.fixed + sentences * self.per_sentence))
 
     async def fit(self, message: Callable[[int], str], target: int) -> tuple[int, int | None]:
         """(sentences, message tokens) filling ``target`` tokens; the count is None without a
@@ -132,13 +165,18 @@ def _probe(
     ctx: int,
     depth: float,
     cache: Literal["cold", "warm"],
-    facts,
+    lay: haystack.Layout,
+    prose: list[str],
     sent: Reply,
-    message_tokens,
+    message_tokens: int | None,
+    least: int,
     salt: str,
 ) -> NeedleProbe:
+    truncated = None if sent.prompt_tokens is None else sent.prompt_tokens < least
+    reading = haystack.read_reply(sent.text, lay, prose)
     found = [
-        Fact(key=f.key, value=f.value, found=haystack.found_in(f.value, sent.text)) for f in facts
+        Fact(key=f.key, value=f.value, found=reading.found[f.key], in_reply=reading.anywhere[f.key])
+        for f in lay.facts
     ]
     ttft_ms = sent.ttft_s * 1000 if sent.ttft_s is not None else None
     prefill = sent.prompt_tokens / sent.ttft_s if sent.prompt_tokens and sent.ttft_s else None
@@ -148,10 +186,17 @@ def _probe(
         cache=cache,
         salt=salt,
         facts=found,
-        passed=sent.error is None and all(f.found for f in found),
+        decoys=[Decoy(key=d.key, value=d.value) for d in lay.decoys],
+        faults=reading.faults,
+        passed=sent.error is None
+        and not truncated
+        and all(f.found for f in found)
+        and not reading.faults,
         prompt_tokens=sent.prompt_tokens,
         prompt_tokens_source=sent.usage_from,
         message_tokens=message_tokens,
+        expected_prompt_tokens=least,
+        truncated=truncated,
         ttft_ms=ttft_ms,
         prefill_tok_s=prefill,
         reply=sent.text,
@@ -161,11 +206,14 @@ def _probe(
 
 
 def quality_points(result: NeedleResult, evidence: str) -> list[PerfPoint]:
-    """One point per context length over its cold probes: passes, longest prompt, median TTFT."""
+    """One point per context length over its cold probes whose prompt the server kept whole:
+    passes, longest prompt, median TTFT."""
     c = result.conditions
     points = []
     for ctx in sorted({p.context for p in result.probes}):
-        cold = [p for p in result.probes if p.context == ctx and p.cache == "cold"]
+        cold = [
+            p for p in result.probes if p.context == ctx and p.cache == "cold" and not p.truncated
+        ]
         if not cold:
             continue
         ttfts = [p.ttft_ms for p in cold if p.ttft_ms is not None]
@@ -219,11 +267,11 @@ async def _resolve_contexts(
         else [served if c is None else c for c in spec.contexts]
     )
     for ctx in contexts:
-        if ctx <= TEMPLATE_RESERVE + spec.reply_tokens + 64:
+        if ctx <= TEMPLATE_RESERVE + spec.reply_cap() + 64:
             raise InputError(
                 "E_INPUT",
                 f"--context {ctx} leaves no room for a haystack",
-                f"Use at least {TEMPLATE_RESERVE + spec.reply_tokens + 256}.",
+                f"Use at least {TEMPLATE_RESERVE + spec.reply_cap() + 256}.",
             )
         if served is not None and ctx > served:
             raise _context_error(ctx, served, f"it serves {served} tokens ({source})")
@@ -239,7 +287,7 @@ async def run_needle(
         contexts, served_ctx, ctx_source = await _resolve_contexts(client, spec, served.model)
         sizer = _Sizer(client, spec, served.model)
         await sizer.calibrate()
-        sampling = Sampling(seed=spec.seed, max_tokens=spec.reply_tokens)
+        sampling = Sampling(seed=spec.seed, max_tokens=spec.reply_cap())
         result = NeedleResult(
             conditions=NeedleConditions(
                 endpoint=Endpoint(**served.model_dump(), recipe=spec.recipe),
@@ -260,24 +308,45 @@ async def run_needle(
             await _run_context(client, spec, result, ctx, sizer, progress)
         result.complete = True
         save(result, spec.out)
+        _refuse_truncated(result, spec.out)
         return result
+
+
+def _refuse_truncated(result: NeedleResult, out: Path) -> None:
+    """E_PROMPT_TRUNCATED naming each context whose prompt the server cut."""
+    cut = [p for p in result.probes if p.truncated]
+    if not cut:
+        return
+    lines = [
+        f"context {p.context} depth {p.depth:g}: the server counted {p.prompt_tokens} prompt "
+        f"tokens, at least {p.expected_prompt_tokens} were sent"
+        for p in cut
+    ]
+    raise EndpointError(
+        "E_PROMPT_TRUNCATED",
+        f"the server cut the prompt at context {', '.join(str(c) for c in sorted({p.context for p in cut}))} "
+        f"(it counted {max(p.prompt_tokens or 0 for p in cut)} tokens at most): those probes say "
+        f"nothing about retrieval; result: {out}",
+        details=lines,
+    )
 
 
 async def _run_context(
     client, spec: NeedleSpec, result: NeedleResult, ctx: int, sizer: _Sizer, progress
 ) -> None:
-    target = ctx - TEMPLATE_RESERVE - spec.reply_tokens
+    target = ctx - TEMPLATE_RESERVE - spec.reply_cap()
     sentences = haystack.filler(spec.seed + ctx, int(target / sizer.per_sentence) + 50)
     for depth in spec.depths:
         rng = random.Random(f"{spec.seed}:{ctx}:{depth}")
-        facts = haystack.salted_facts(rng, spec.facts)
+        lay = haystack.layout(rng, spec.facts, depth)
         # Not from the seed: a rerun at the same seed must not find its prefix cached.
         salt = secrets.token_hex(8)
 
-        def message(n: int, salt=salt, facts=facts, depth=depth) -> str:
-            return haystack.prompt(salt, sentences[:n], facts, depth)
+        def message(n: int, salt=salt, lay=lay) -> str:
+            return haystack.prompt(salt, sentences[:n], lay)
 
         n, tokens = await sizer.fit(message, target)
+        least = sizer.least_count(n + len(lay.facts) + len(lay.decoys), tokens)
         payload = body(result.conditions.endpoint.model, message(n), result.conditions.sampling)
         counted = None
         for cache in ("cold", "warm") if spec.warm else ("cold",):
@@ -290,10 +359,13 @@ async def _run_context(
             for said in (sent, counted):
                 if said and said.status == 400 and "context" in (said.error or "").lower():
                     raise _context_error(ctx, result.conditions.served_context, said.error or "")
-            probe = _probe(ctx, depth, cache, facts, sent, tokens, salt)
+            probe = _probe(ctx, depth, cache, lay, sentences[:n], sent, tokens, least, salt)
             result.probes.append(probe)
             result.conditions.run.machine.load_end = machine_now().load_start
             result.conditions.run.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
             result.quality_points = quality_points(result, f"rigbook needle result {spec.out.name}")
             save(result, spec.out)
             progress(probe)
+            if probe.truncated:
+                # Every deeper probe of this context would be cut the same way.
+                return

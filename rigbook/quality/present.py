@@ -7,21 +7,63 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from rigbook.quality.claims import label, score
 from rigbook.quality.result import AgreeResult, NeedleProbe, NeedleResult, QuestionOutcome
+from rigbook.recipe.schema import PerfPoint
 
 
 def _num(value: float | None, fmt: str = ",.0f") -> str:
     return "—" if value is None else format(value, fmt)
 
 
+def paired_stats(point: PerfPoint) -> str:
+    """What a quality point says of its pairing, where it says it: ', agreement 95.0% with
+    TP4, exact McNemar p=1' (empty when it states neither)."""
+    q = point.quality
+    if q is None:
+        return ""
+    parts = []
+    if q.agreement_pct is not None:
+        parts.append(f"agreement {q.agreement_pct:.1f}%")
+    if q.mcnemar_p is not None:
+        parts.append(f"exact McNemar p={q.mcnemar_p:.3g}")
+    if not parts:
+        return ""
+    return ", " + ", ".join(parts) + (f" vs {q.reference}" if q.reference else "")
+
+
+def claim_line(point: PerfPoint) -> str:
+    """One quality point in words: what it measured, its score, its pairing, who claims it."""
+    by = f" ({point.claimed_by})" if point.claimed_by else ""
+    return f"{label(point)}: {score(point)}{paired_stats(point)}{by}"
+
+
 def needle_line(p: NeedleProbe) -> str:
     """One probe as it finishes."""
     mark = "[green]pass[/]" if p.passed else "[red]FAIL[/]"
+    if p.truncated:
+        mark = "[yellow]CUT[/]"
     why = f" ({p.error})" if p.error else ""
+    if p.truncated:
+        why += f" (the server cut the prompt: at least {p.expected_prompt_tokens} tokens sent)"
+    elif p.faults:
+        why += f" ({', '.join(p.faults)})"
     return (
         f"{mark} context {p.context} depth {p.depth:g} {p.cache}: {_num(p.prompt_tokens)} prompt "
         f"tokens, TTFT {_num(p.ttft_ms)} ms, prefill {_num(p.prefill_tok_s)} tok/s{why}"
     )
+
+
+def _cell(p: NeedleProbe | None) -> str:
+    """Facts found, and why a probe failed: 'cut' for a truncated prompt, its faults."""
+    if p is None:
+        return "—"
+    if p.truncated:
+        return "[yellow]cut[/]"
+    found = f"{sum(f.found for f in p.facts)}/{len(p.facts)}"
+    if p.passed:
+        return f"[green]{found}[/]"
+    return f"[red]{found}{' ' + ','.join(p.faults) if p.faults else ''}[/]"
 
 
 def render_needle(result: NeedleResult, path: Path, console: Console) -> None:
@@ -38,10 +80,7 @@ def render_needle(result: NeedleResult, path: Path, console: Console) -> None:
                 (p for p in result.probes if (p.context, p.depth, p.cache) == (ctx, d, "cold")),
                 None,
             )
-            found = f"{sum(f.found for f in p.facts)}/{len(p.facts)}" if p else "—"
-            cells.append(
-                found if p is None else (f"[green]{found}[/]" if p.passed else f"[red]{found}[/]")
-            )
+            cells.append(_cell(p))
         table.add_row(str(ctx), *cells)
     console.print(table)
     console.print(
@@ -67,6 +106,8 @@ def render_agree(result: AgreeResult, path: Path, console: Console) -> None:
     """Accuracy, agreement, McNemar and the differing questions."""
     s, c = result.summary, result.conditions
     console.print(f"suite {c.suite.name} {c.suite.version} ({c.suite.selection}), {c.extraction}")
+    if c.suite.note:
+        console.print(f"[yellow]note: {c.suite.note}[/]", highlight=False)
     if s is None:
         console.print(f"no question answered; result: {path}")
         return

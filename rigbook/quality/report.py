@@ -1,8 +1,8 @@
 """`rigbook report` for needle and agree results: a picture and a Markdown or HTML page.
 
 A needle result draws the depth × context grid: one cell per (context, depth), green where the
-cold probe retrieved every fact and red where not, with the facts found and the TTFT written
-in it. An agree result draws the 2 × 2 table of right and wrong answers McNemar reads.
+cold probe retrieved every fact, red where not, grey where the server cut the prompt, with the
+facts found and the TTFT written in it. An agree result draws the 2 × 2 table of right and wrong answers McNemar reads.
 """
 
 from __future__ import annotations
@@ -28,14 +28,17 @@ def _needle_grid(result: NeedleResult, path: Path) -> Path:
                 (p for p in result.probes if (p.context, p.depth, p.cache) == (ctx, depth, "cold")),
                 None,
             )
-            colour = "#dddddd" if p is None else ("#7fc97f" if p.passed else "#f0776b")
+            colour = (
+                "#dddddd" if p is None or p.truncated else ("#7fc97f" if p.passed else "#f0776b")
+            )
             ax.add_patch(plt.Rectangle((col, row), 1, 1, facecolor=colour, edgecolor="white", lw=2))
             if p is not None:
                 ttft = f"\n{p.ttft_ms / 1000:.2f} s" if p.ttft_ms is not None else ""
+                found = "cut" if p.truncated else f"{sum(f.found for f in p.facts)}/{len(p.facts)}"
                 ax.text(
                     col + 0.5,
                     row + 0.5,
-                    f"{sum(f.found for f in p.facts)}/{len(p.facts)}{ttft}",
+                    f"{found}{ttft}",
                     ha="center",
                     va="center",
                     fontsize=9,
@@ -91,13 +94,14 @@ def _lines(result: QualityResult) -> list[str]:
             f"- load {c.run.machine.load_start} → {c.run.machine.load_end} "
             f"on {c.run.machine.cpus} CPUs",
             "",
-            "| context | depth | cache | found | prompt tokens | TTFT ms | prefill tok/s |",
-            "|---:|---:|---|---:|---:|---:|---:|",
+            "| context | depth | cache | found | faults | prompt tokens | TTFT ms | prefill tok/s |",
+            "|---:|---:|---|---:|---|---:|---:|---:|",
         ]
         for p in result.probes:
+            faults = "prompt cut" if p.truncated else ", ".join(p.faults) or "—"
             out.append(
                 f"| {p.context} | {p.depth:g} | {p.cache} | {sum(f.found for f in p.facts)}/"
-                f"{len(p.facts)} | {p.prompt_tokens} | {p.ttft_ms or 0:.0f} | "
+                f"{len(p.facts)} | {faults} | {p.prompt_tokens} | {p.ttft_ms or 0:.0f} | "
                 f"{p.prefill_tok_s or 0:.0f} |"
             )
         return out

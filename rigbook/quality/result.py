@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
+from rigbook.quality.haystack import Fault
 from rigbook.quality.server import Served
 from rigbook.quality.suites import SuiteInfo
 from rigbook.recipe.schema import PerfPoint
@@ -81,7 +82,19 @@ class Endpoint(Served):
 class Fact(Model):
     key: str
     value: str
-    found: bool = Field(description="The value appears verbatim (as a whole number) in the reply.")
+    found: bool = Field(
+        description="The reply gives this code under this vault's name, and no other code there."
+    )
+    in_reply: bool = Field(
+        default=False, description="The code appears in the reply (under any name, or none)."
+    )
+
+
+class Decoy(Model):
+    """A fact of the same shape about a vault the question does not name."""
+
+    key: str
+    value: str
 
 
 class NeedleProbe(Model):
@@ -95,11 +108,30 @@ class NeedleProbe(Model):
     )
     salt: str = Field(description="The random line the prompt opens with (not from the seed).")
     facts: list[Fact]
-    passed: bool = Field(description="Every fact's value is in the reply.")
+    decoys: list[Decoy] = Field(default_factory=list)
+    passed: bool = Field(
+        description="Every fact found under its vault, no fault, no error, prompt not truncated."
+    )
+    faults: list[Fault] = Field(
+        default_factory=list,
+        description="Why the reply fails: missed (a code absent), unbound (a code not under its "
+        "vault), decoy (a decoy's code named), many_codes (more codes than facts asked), echo "
+        "(the reply repeats the prompt).",
+    )
     prompt_tokens: int | None = Field(default=None, description="As the server's usage counted it.")
     prompt_tokens_source: str = Field(default="stream usage", description="Which usage counted it.")
     message_tokens: int | None = Field(
         default=None, description="The user message, by the server's tokenizer."
+    )
+    expected_prompt_tokens: int | None = Field(
+        default=None,
+        description="The fewest prompt tokens the server could count for the message sent: its "
+        "tokenizer's count, or the calibration's estimate less a margin.",
+    )
+    truncated: bool | None = Field(
+        default=None,
+        description="The server counted fewer prompt tokens than expected: it cut the prompt, "
+        "so the probe says nothing about retrieval. Null: the server reported no count.",
     )
     ttft_ms: float | None = None
     prefill_tok_s: float | None = Field(default=None, description="prompt_tokens / TTFT.")

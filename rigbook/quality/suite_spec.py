@@ -13,7 +13,7 @@ def load_suite(spec: str, n: int, seed: int) -> Suite:
     """``generated`` (or ``generated@1``), a JSONL file, or ``hf:OWNER/NAME@COMMIT[:PATH]``.
 
     ``seed`` picks a hub dataset's questions (a seeded sample); files and built-ins take the
-    first ``n``."""
+    first ``n``. A suite of fewer than ``n`` questions is asked in full, with a note."""
     if n < 1:
         raise InputError("E_INPUT", f"--n must be at least 1, got {n}")
     if spec.startswith("hf:"):
@@ -27,10 +27,5 @@ def load_suite(spec: str, n: int, seed: int) -> Suite:
             "E_SUITE", f"suite version {ver!r} is not a number", "Write e.g. generated@1."
         )
     version, questions = builtin_questions(name, int(ver) if ver else None)
-    return make_suite(
-        name,
-        f"v{version}",
-        "builtin",
-        first_n(questions, n, f"suite {name} v{version}"),
-        f"first {n}",
-    )
+    picked, selection, note = first_n(questions, n, f"suite {name} v{version}")
+    return make_suite(name, f"v{version}", "builtin", picked, selection, note)

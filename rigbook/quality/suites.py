@@ -52,6 +52,9 @@ class SuiteInfo(BaseModel):
     questions_hash: str = Field(description="Content hash of the questions asked, in order.")
     n: int
     selection: str = Field(description="How the n questions were picked from the suite.")
+    note: str | None = Field(
+        default=None, description="Why fewer questions were asked than --n named, if they were."
+    )
 
 
 class Suite(BaseModel):
@@ -161,19 +164,27 @@ def list_builtin() -> list[tuple[str, int]]:
     return sorted(_BUILTIN)
 
 
-def first_n(questions: list[Question], n: int, where: str) -> list[Question]:
-    """The first ``n`` questions; E_SUITE when there are fewer."""
+def first_n(
+    questions: list[Question], n: int, where: str
+) -> tuple[list[Question], str, str | None]:
+    """The first ``n`` questions, how they were picked, and a note when the suite is shorter
+    (then every question is asked)."""
     if n > len(questions):
-        raise InputError(
-            "E_SUITE",
-            f"{where} has {len(questions)} questions, fewer than --n {n}",
-            f"Use --n {len(questions)} or less.",
-        )
-    return questions[:n]
+        return questions, f"all {len(questions)}", shorter_note(where, len(questions), n)
+    return questions[:n], f"first {n}", None
+
+
+def shorter_note(where: str, has: int, n: int) -> str:
+    return f"{where} has {has} questions, fewer than --n {n}: all {has} are asked"
 
 
 def make_suite(
-    name: str, version: str, source: str, questions: list[Question], selection: str
+    name: str,
+    version: str,
+    source: str,
+    questions: list[Question],
+    selection: str,
+    note: str | None = None,
 ) -> Suite:
     info = SuiteInfo(
         name=name,
@@ -181,13 +192,60 @@ def make_suite(
         source=source,
         n=len(questions),
         selection=selection,
+        note=note,
         questions_hash=content_hash([q.model_dump(mode="json") for q in questions]),
     )
     return Suite(info=info, questions=questions)
 
 
+# MMLU-Pro's own row: its answer is both a letter and an index; its chain-of-thought and source
+# are read past (they are not asked).
+MMLU_PRO_FIELDS = (
+    "question_id",
+    "question",
+    "options",
+    "answer",
+    "answer_index",
+    "cot_content",
+    "category",
+    "src",
+)
+_OWN_FIELDS = ("id", "question", "options", "answer", "category")
+
+
+def question_from_row(row: dict, no: int, strict: bool = True) -> Question:
+    """A question from a row in rigbook's layout or MMLU-Pro's; ``strict`` refuses a field of
+    neither (a misspelt one). A ``ValueError`` (pydantic's included) says what is wrong."""
+    if strict:
+        unknown = sorted(set(row) - set(MMLU_PRO_FIELDS) - set(_OWN_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+    options = row.get("options")
+    answer, index = row.get("answer"), row.get("answer_index")
+    if index is not None:
+        if type(index) is not int or not isinstance(options, list):
+            raise ValueError(f"answer_index {index!r} is not the index of an option")
+        if not 0 <= index < min(len(options), len(LETTERS)):
+            raise ValueError(f"answer_index {index} is not the index of one of the options")
+        if answer is not None and answer != LETTERS[index]:
+            raise ValueError(f"answer {answer!r} and answer_index {index} name different options")
+        answer = LETTERS[index]
+    qid = row.get("id", row.get("question_id", no))
+    return Question.model_validate(
+        {
+            "id": str(qid),
+            "question": row.get("question"),
+            "options": options,
+            "answer": answer,
+            "category": row.get("category"),
+        }
+    )
+
+
 def jsonl_suite(path: Path, n: int) -> Suite:
-    """A JSONL file: one object per line with question, options, and optionally answer, id."""
+    """A JSONL file: one object per line, in rigbook's layout (question, options, and optionally
+    answer, id, category) or MMLU-Pro's (question_id, question, options, answer, answer_index,
+    cot_content, category, src)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -198,16 +256,22 @@ def jsonl_suite(path: Path, n: int) -> Suite:
             continue
         try:
             data = json.loads(line)
-            if isinstance(data, dict):
-                data.setdefault("id", str(no))
-            questions.append(Question.model_validate(data))
-        except (json.JSONDecodeError, ValidationError) as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else exc.errors()[0]["msg"]
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            questions.append(question_from_row(data, no))
+        except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+            if isinstance(exc, ValidationError):
+                msg = exc.errors()[0]["msg"]
+            else:
+                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
             raise InputError(
                 "E_SUITE",
                 f"{path} line {no} is not a question: {msg}",
-                'Each line: {"question": ..., "options": [...], "answer": "B"}'
-                " (answer and id optional).",
+                'Each line: {"question": ..., "options": [...], "answer": "B"} (answer, id and '
+                "category optional), or a row in MMLU-Pro's layout (question_id, question, "
+                "options, answer, answer_index, cot_content, category, src). A dataset on the "
+                "Hugging Face hub is read with --suite hf:OWNER/NAME@COMMIT.",
             ) from exc
     version = "sha256:" + hashlib.sha256(raw).hexdigest()
-    return make_suite(path.name, version, str(path), first_n(questions, n, str(path)), f"first {n}")
+    picked, selection, note = first_n(questions, n, str(path))
+    return make_suite(path.name, version, str(path), picked, selection, note)

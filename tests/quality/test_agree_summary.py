@@ -80,4 +80,4 @@ def test_report_draws_the_needle_grid(tmp_path, fmt):
     page = Path(value["report"]).read_text(encoding="utf-8")
     assert "needle-grid.png" in page
     # The probe at depth 0.5 found neither fact: the page says so in either format.
-    assert "| 2048 | 0.5 | cold | 0/2 | 1928 |" in page
+    assert "| 2048 | 0.5 | cold | 0/2 | — | 1928 |" in page

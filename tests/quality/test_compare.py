@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -145,3 +146,105 @@ def test_an_edited_needle_result_is_refused(tmp_path):
         timeout=120,
     )
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_RESULT_INVALID"
+
+
+def test_compare_shows_agreement_and_mcnemar_p(tmp_path):
+    comparison = compare_refs([str(_agree(tmp_path / "agree.json")), str(SEED_RECORD)])
+    scores = [(p.a_score, p.b_score) for p in comparison.pairs[0].quality]
+    ours = "3/4 right (75.0%), agreement 50.0%, exact McNemar p=1 vs B at http://b"
+    assert (ours, "168/200 right (84.0%), exact McNemar p=1 vs TP4") in scores
+    assert (ours, "82.6% (1000q)") in scores
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rigbook",
+            "compare",
+            str(tmp_path / "agree.json"),
+            str(SEED_RECORD),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "exact McNemar p=1 vs TP4" in " ".join(p.stdout.split())
+
+
+def test_recipes_show_lists_the_seeds_quality_claims():
+    from rigbook.recipe.load import load_recipe_file
+
+    slug = load_recipe_file(str(SEED_RECORD)).slug
+    for args in (["recipes", "show", slug], ["recipe", "show", "--file", str(SEED_RECORD)]):
+        p = subprocess.run(
+            [sys.executable, "-m", "rigbook", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+        assert "quality claims:" in out
+        assert (
+            "multiple choice, MMLU-Pro vs TP4: 168/200 right (84.0%), exact McNemar p=1 vs TP4"
+            in out
+        )
+        assert "multiple choice, MMLU-Pro: 82.6% (1000q)" in out
+        assert "needle, context 1048576: 1/1 probes passed at 1,040,355 prompt tokens" in out
+
+
+def _agree(path):
+    """An agree result of four questions: each side right on 3, one each only, 2 letters alike."""
+    from rigbook.quality.agree import quality_points as agree_points
+    from rigbook.quality.agree import summarise
+    from rigbook.quality.result import AgreeConditions, AgreeResult, Answer, QuestionOutcome
+    from rigbook.quality.suites import make_suite
+
+    def side(letter, gold):
+        return Answer(reply=letter, letter=letter, correct=letter == gold)
+
+    rows = [("A", "A", "A"), ("B", "B", "C"), ("C", "D", "C"), ("D", "D", "D")]
+    outcomes = [
+        QuestionOutcome(id=str(i), gold=g, a=side(a, g), b=side(b, g))
+        for i, (g, a, b) in enumerate(rows)
+    ]
+    suite = make_suite("MMLU-Pro", "v", "x.jsonl", [], "first 4")
+    result = AgreeResult(
+        conditions=AgreeConditions(
+            a=Endpoint(url="http://a", model="A", engine="llama.cpp"),
+            b=Endpoint(url="http://b", model="B", engine="llama.cpp"),
+            suite=suite.info.model_copy(update={"n": 4}),
+            prompt="p",
+            extraction="e",
+            sampling=Sampling(max_tokens=16),
+            run=run_info(),
+        ),
+        questions=outcomes,
+        complete=True,
+    )
+    result.summary = summarise(outcomes)
+    result.quality_points = agree_points(result, path.name)
+    save(result, path)
+    return path
+
+
+def test_compare_lists_claims_the_other_side_does_not_measure():
+    """The TP4 reference states no quality: the seed's claims are shown on their own."""
+    tp4 = "glm-5-3-flash-qad-csf-on-4x-rtx-pro-6000-blackwell-tp4-reference"
+    for fmt in ("md", "table"):
+        p = subprocess.run(
+            [sys.executable, "-m", "rigbook", "compare", str(SEED_RECORD), tp4, "--format", fmt],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        assert p.returncode == 0, p.stderr
+        out = " ".join(p.stdout.split())
+        assert (
+            "only A states: multiple choice, MMLU-Pro vs TP4: 168/200 right (84.0%), "
+            "exact McNemar p=1 vs TP4" in out
+        ), fmt
+        assert "only A states: needle, context 1048576: 1/1 probes passed" in out
+        assert "only B states" not in out

@@ -7,6 +7,7 @@ assert that the results are correct evidence of what it did, not that it passes.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,6 @@ import pytest
 
 from rigbook.quality import result as quality_result
 from rigbook.quality.extract import extract_letter
-from rigbook.quality.haystack import found_in
 from rigbook.quality.stats import mcnemar_exact_p
 from rigbook.quality.suite_spec import load_suite
 
@@ -66,10 +66,13 @@ def test_needle_at_the_recipes_context(llama_server, tmp_path):
         assert probe.message_tokens < probe.prompt_tokens  # the chat template adds tokens
         assert probe.ttft_ms > 0
         assert probe.prefill_tok_s == pytest.approx(probe.prompt_tokens / (probe.ttft_ms / 1000))
-        assert len(probe.facts) == 2
-        for fact in probe.facts:  # pass/fail is exactly "the code is in the reply"
-            assert fact.found == found_in(fact.value, probe.reply)
-        assert probe.passed == all(f.found for f in probe.facts)
+        assert len(probe.facts) == 2 and len(probe.decoys) == 6
+        assert probe.truncated is False and probe.prompt_tokens >= probe.expected_prompt_tokens
+        codes = re.findall(r"(?<!\d)\d{7}(?!\d)", probe.reply)
+        for fact in probe.facts:
+            assert fact.in_reply == (fact.value in codes)
+            assert not fact.found or fact.in_reply  # found: under its vault's name
+        assert probe.passed == (all(f.found for f in probe.facts) and not probe.faults)
         keys |= {f.key for f in probe.facts}
     assert len(keys) == 4  # salted: every probe hides new keys
     (point,) = res.quality_points

@@ -128,7 +128,8 @@ def test_a_missing_file_is_e_suite(stub_hub):
     assert e.value.code == "E_SUITE" and "could not fetch" in e.value.message
 
 
-def test_more_questions_than_the_file_has(stub_hub):
-    with pytest.raises(InputError) as e:
-        load_suite(f"hf:{REPO}@{COMMIT}", 31, seed=0)
-    assert e.value.code == "E_SUITE" and "30 questions" in e.value.message
+def test_more_questions_than_the_file_has_asks_them_all_with_a_note(stub_hub):
+    suite = load_suite(f"hf:{REPO}@{COMMIT}", 31, seed=0)
+    assert [q.id for q in suite.questions] == [str(70 + i) for i in range(30)]
+    assert suite.info.n == 30 and suite.info.selection.startswith("all 30;")
+    assert "30 questions, fewer than --n 31" in suite.info.note
