@@ -19,7 +19,9 @@ from rigbook.launch.api import make_plan
 from rigbook.launch.api import up as launch_up
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
+from rigbook.launch.rules.table import OPTION_ALLOW
 from rigbook.launch.run import UpResult
+from rigbook.launch.safety import allow_flag
 
 RigOption = typer.Option(
     None,
@@ -48,6 +50,9 @@ def render_plan(plan: Plan) -> None:
         f"[bold]{plan.recipe}[/] ({plan.kind}) as [bold]{plan.target.name}[/] — {mode}",
         highlight=False,
     )
+    if plan.target.allow:
+        allowed = ", ".join(allow_flag(a) for a in plan.target.allow)
+        console.print(f"allowed by you: {allowed}", markup=False, highlight=False, soft_wrap=True)
     for step in plan.steps:
         console.print(f"[bold]{step.number}.[/] {step.title}", highlight=False, soft_wrap=True)
         for line in step.details:
@@ -173,6 +178,12 @@ def up(
     allow: list[str] = typer.Option(
         [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
     ),
+    allow_option: list[str] = typer.Option(
+        [],
+        "--allow-option",
+        help="Allow one engine option the engine's option table does not list (repeatable), "
+        "e.g. --allow-option --new-flag.",
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
     ),
@@ -187,7 +198,7 @@ def up(
         models_dir=models_dir,
         drafter=drafter,
         name=name,
-        allow=allow,
+        allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
         timeout=timeout,
         unattended=yes and not dry,
     )

@@ -107,7 +107,7 @@ class ScriptRepoEngine(Engine):
         # The script's own knobs: its drafter variable and what its dry run sets.
         own = {*spec.dry_run_env, *([spec.drafter_env] if spec.drafter_env else [])}
         env = {**spec.dry_run_env, **spec.env}
-        return env_dangers(env, roots=[target.models_dir, rigbook_home()], own=own) + shell_dangers(
+        return env_dangers(env, kind=self.kind, own=own) + shell_dangers(
             spec.start
         )
 
