@@ -23,7 +23,7 @@ from rigbook.launch.docker_args import parse_options
 from rigbook.launch.placeholders import substitute
 from rigbook.launch.plan import Target
 from rigbook.launch.rules import Danger
-from rigbook.launch.rules.env import ENV_NAME_RE, env_dangers, never
+from rigbook.launch.rules.env import ENV_NAME_RE, env_dangers, loader, never
 from rigbook.launch.rules.paths import path_danger
 from rigbook.launch.rules.table import (
     OPTION_ALLOW,
@@ -199,7 +199,7 @@ def _env_option(shown: str, value: str) -> list[Danger]:
         return [Danger(None, f"{shown}: {name[:40]!r} is not a variable name")]
     if has_value:
         return env_dangers({name: val}, container=True)
-    if never(name):
+    if loader(name):
         return env_dangers({name: ""}, container=True)
     return [
         Danger(
@@ -212,8 +212,11 @@ def _bind_danger(shown: str, source: str, cwd: str, roots: list[Path] | None) ->
     """A host folder a recipe binds: the models folder is rigbook's; a protected one never; any
     other only with ``--allow bind-mount`` (a docker recipe names volumes, not host folders)."""
     resolved = _resolve(source, cwd)
-    if any(resolved == os.path.realpath(r) or resolved.startswith(
-        os.path.realpath(r).rstrip("/") + "/") for r in roots or []):
+    if any(
+        resolved == os.path.realpath(r)
+        or resolved.startswith(os.path.realpath(r).rstrip("/") + "/")
+        for r in roots or []
+    ):
         return []
     why = _protected(resolved)
     if why:
@@ -230,17 +233,29 @@ def _bind_danger(shown: str, source: str, cwd: str, roots: list[Path] | None) ->
 def _special(o, *, needs: set[str], cwd: str, gpus: set[str] | None, roots) -> list[Danger] | None:
     """The checks of options whose danger depends on the value; None: the table decides."""
     name, value, shown = o.name, o.value, o.shown
-    if name in ("--privileged", "--use-api-socket") and value is not None and value.lower() == "false":
+    if (
+        name in ("--privileged", "--use-api-socket")
+        and value is not None
+        and value.lower() == "false"
+    ):
         return []
     if name in JOINS and value and value.lower().startswith("container:"):
-        return [Danger("join-container", f"{shown} joins another container's {name.lstrip('-')} namespace")]
+        return [
+            Danger(
+                "join-container", f"{shown} joins another container's {name.lstrip('-')} namespace"
+            )
+        ]
     if name == "--env" and value is not None:
         return _env_option(shown, value)
     if name in HOST_NAMESPACES and value is not None:
         allow = HOST_NAMESPACES[name]
         if value != "host" or allow in needs:
             return None if name == "--ipc" else []
-        return [Danger(allow, f"{shown} shares the host's {name.lstrip('-')} namespace with the container")]
+        return [
+            Danger(
+                allow, f"{shown} shares the host's {name.lstrip('-')} namespace with the container"
+            )
+        ]
     if name == "--device" and value and _gpu_device(value, gpus):
         return []
     if name == "--security-opt" and value and not _unconfined(value):
@@ -351,7 +366,7 @@ def remedy_for(danger: Danger) -> str:
     """What to do about one danger: the --allow that lets it through, or that none does."""
     if danger.allow:
         return f"Read it; if you trust it, run again with {allow_flag(danger.allow)}."
-    return "No --allow lets this through: fix the recipe or ask its author."
+    return "Nothing lets this through: fix the recipe or ask its author."
 
 
 def refuse_unless_allowed(dangers: list[Danger], allowed: set[str]) -> None:
@@ -368,7 +383,7 @@ def refuse_unless_allowed(dangers: list[Danger], allowed: set[str]) -> None:
         )
         if never_allowed:
             remedy = (
-                "Some of these no --allow lets through: fix the recipe or ask its author. " + remedy
+                "Nothing lets some of these through: fix the recipe or ask its author. " + remedy
             ).strip()
         shown = names + (["never-allowed"] if never_allowed else [])
         raise LaunchError(

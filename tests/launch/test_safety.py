@@ -149,7 +149,9 @@ def test_relative_bind_sources_are_checked_where_docker_runs():
 def test_a_value_is_what_docker_reads_it_as():
     # `--cpuset-cpus --privileged` is a value; docker does not read a second option there.
     assert names(["--cpuset-cpus", "--privileged"]) == []
-    assert "--privileged" not in " ".join(d.what for d in docker_dangers(["--cpuset-cpus", "--privileged"]))
+    assert "--privileged" not in " ".join(
+        d.what for d in docker_dangers(["--cpuset-cpus", "--privileged"])
+    )
     assert names(["--cpuset-cpus", "0-3", "--shm-size", "16g", "--ulimit", "memlock=-1"]) == []
     # A bare `-v /data` is an anonymous volume inside the container, not a host path.
     assert names(["-v", "/data"]) == []

@@ -35,7 +35,11 @@ def test_up_refuses_privileged_and_a_root_bind_mount_naming_both(tmp_path):
 def test_the_dry_run_shows_the_refusal_too(tmp_path):
     path = write_recipe(tmp_path, "unsafe", UNSAFE)
     done = rigbook("up", str(path), "--dry-run")
-    assert done.returncode == 2 and "error[E_UNSAFE]" in done.stdout and "-v /srv/models:/host" in done.stdout
+    assert (
+        done.returncode == 2
+        and "error[E_UNSAFE]" in done.stdout
+        and "-v /srv/models:/host" in done.stdout
+    )
 
 
 def test_allowing_both_by_name_gets_past_the_refusal(tmp_path):

@@ -23,14 +23,12 @@ from rigbook.launch.rules.table import ValueKind, Verdict, load_table
 
 CORPUS = Path(__file__).parent / "corpus"
 WEIGHTS = "@MODELS@/org/model/0123456789abcdef0123456789abcdef01234567"
-# Why words that put an option in the corpus: it reaches a path, code, a socket or output.
+# Option names that reach a path, code, a socket or where output goes: each such refused option
+# (and every path- or JSON-valued one) is a case.
 HOLES = re.compile(
-    r"path|file|dir|folder|template|plugin|config|log|module|url|host|ip\b|port|addr|socket|"
-    r"uds|ssl|key|cert|token|download|cache|load|trust|middleware|lora|mmproj|adapter|tokenizer|"
-    r"dump|trace|profil|save|slot|media|tool|mcp|props|otlp|endpoint|events|transfer|connector|"
-    r"executor|worker|custom|processor|grammar|crash|output|root|webui|ui\b|rpc|api|json|pickled|"
-    r"code|draft|parser|chat|served|model|override|hub|hf|repo|import|ext|cls|class|metrics",
-    re.I,
+    r"path|file|dir\b|dir-|folder|template|plugin|config|log-|module|url|host|-ip\b|port|addr|"
+    r"socket|uds|download|cache-dir|trust|middleware|lora|mmproj|tokenizer|dump|save|slot|media|"
+    r"tool|mcp|props|endpoint|events|transfer|custom|crash|output|root|hf-|repo|import|cls|hook|rpc"
 )
 NATIVE = {
     "llama_server": {"kind": "llama_server", "model_path": "${MODELS_DIR}/m.gguf"},
@@ -74,8 +72,15 @@ def _value(rule, n: int) -> list[str]:
     if rule.value == ValueKind.flag:
         return []
     if rule.value == ValueKind.json:
-        return [json.dumps({"kv_ip": "0.0.0.0", "endpoint": "tcp://*:5557",
-                            "module_path": f"{WEIGHTS}/evil.py"})]
+        return [
+            json.dumps(
+                {
+                    "kv_ip": "0.0.0.0",
+                    "endpoint": "tcp://*:5557",
+                    "module_path": f"{WEIGHTS}/evil.py",
+                }
+            )
+        ]
     if re.search(r"host|addr|ip\b|endpoint|url", words):
         return ["tcp://*:5557" if "endpoint" in words else "0.0.0.0"]
     if rule.value == ValueKind.int or re.search(r"port", words):
@@ -94,7 +99,9 @@ def table_cases() -> list[dict]:
         for n, rule in enumerate(table.options):
             if rule.verdict not in (Verdict.refuse, Verdict.owned) or rule.allow:
                 continue
-            if not HOLES.search(rule.why + " " + " ".join(rule.names)):
+            if rule.value not in (ValueKind.path, ValueKind.json) and not any(
+                HOLES.search(n) for n in rule.names
+            ):
                 continue
             name = rule.names[-1]
             slug = f"table-{kind.replace('_', '-')}-{name.strip('-').replace('_', '-').lower()}"
@@ -117,13 +124,19 @@ def _docker(args: list[str], env: dict | None = None) -> dict:
 def issue_cases() -> list[dict]:
     """Issue 33's option, env and docker cases."""
     docker = {
-        "mount-src-last-root": (["--mount", "type=bind,source=@MODELS@,src=/,target=/host"], "--mount"),
+        "mount-src-last-root": (
+            ["--mount", "type=bind,source=@MODELS@,src=/,target=/host"],
+            "--mount",
+        ),
         "mount-src-docker-sock": (
             ["--mount", "type=bind,src=/var/run/docker.sock,target=/var/run/docker.sock"],
             "--mount",
         ),
         "mount-volume-opt-device": (
-            ["--mount", "type=volume,dst=/h,volume-opt=type=none,volume-opt=o=bind,volume-opt=device=/"],
+            [
+                "--mount",
+                "type=volume,dst=/h,volume-opt=type=none,volume-opt=o=bind,volume-opt=device=/",
+            ],
             "--mount",
         ),
         "bind-home-bin": (["-v", "~/bin:/hostbin"], "home directory"),
@@ -135,7 +148,10 @@ def issue_cases() -> list[dict]:
         "cidfile-home": (["--cidfile", "/home/user/.bashrc"], "--cidfile"),
         "runtime-nvidia": (["--runtime", "nvidia"], "--runtime"),
         "annotation-cdi": (["--annotation", "cdi.k8s.io/gpus=nvidia.com/gpu=all"], "--annotation"),
-        "log-driver-syslog": (["--log-driver", "syslog", "--log-opt", "syslog-address=tcp://x:514"], "--log-driver"),
+        "log-driver-syslog": (
+            ["--log-driver", "syslog", "--log-opt", "syslog-address=tcp://x:514"],
+            "--log-driver",
+        ),
         "entrypoint-sh": (["--entrypoint", "sh"], "--entrypoint"),
         "volume-driver": (["--volume-driver", "local"], "--volume-driver"),
         "sysctl": (["--sysctl", "net.ipv4.ip_forward=1"], "--sysctl"),
@@ -197,12 +213,20 @@ def issue_cases() -> list[dict]:
         "OMP_TOOL": "enabled",
     }
     cases += [
-        recipe(f"issue-env-vllm-{name.lower().replace('_', '-')}", _native("vllm", [], {name: value}), name)
+        recipe(
+            f"issue-env-vllm-{name.lower().replace('_', '-')}",
+            _native("vllm", [], {name: value}),
+            name,
+        )
         for name, value in env.items()
     ]
     sglang_env = {"SGLANG_TORCH_PROFILER_DIR": "/home/user", "SGLANG_HOST_IP": "0.0.0.0"}
     cases += [
-        recipe(f"issue-env-sglang-{name.lower().replace('_', '-')}", _native("sglang", [], {name: value}), name)
+        recipe(
+            f"issue-env-sglang-{name.lower().replace('_', '-')}",
+            _native("sglang", [], {name: value}),
+            name,
+        )
         for name, value in sglang_env.items()
     ]
     typed = {
@@ -211,7 +235,11 @@ def issue_cases() -> list[dict]:
         "NCCL_DEBUG": "/tmp/x",
     }
     cases += [
-        recipe(f"issue-env-typed-{name.lower().replace('_', '-')}", _native("vllm", [], {name: value}), name)
+        recipe(
+            f"issue-env-typed-{name.lower().replace('_', '-')}",
+            _native("vllm", [], {name: value}),
+            name,
+        )
         for name, value in typed.items()
     ]
     native = {
@@ -220,28 +248,89 @@ def issue_cases() -> list[dict]:
             ["--log-file", ".ssh/authorized_keys", "--chat-template", "ssh-ed25519 AAAA x"],
             "--log-file",
         ),
-        "llama-server-log-file-pth": ("llama_server", ["--log-file", ".venv/lib/python3.11/site-packages/x.pth"], "--log-file"),
-        "llama-server-chat-template-file-environ": ("llama_server", ["--chat-template-file", "/proc/self/environ"], "--chat-template-file"),
-        "llama-server-model-draft-etc": ("llama_server", ["--model-draft", "/etc/hostname"], "outside the models folder"),
-        "llama-server-ctx-huge": ("llama_server", ["--threads", "9" * 5000], "whole number"),
-        "llama-server-stray-positional": ("llama_server", ["--threads", "4", "/etc/passwd"], "positional"),
-        "vllm-tool-parser-plugin-weights": ("vllm", ["--tool-parser-plugin", f"{WEIGHTS}/evil.py"], "--tool-parser-plugin"),
-        "vllm-reasoning-parser-plugin-weights": ("vllm", ["--reasoning-parser-plugin", f"{WEIGHTS}/evil.py"], "--reasoning-parser-plugin"),
-        "vllm-log-config-file-weights": ("vllm", ["--log-config-file", f"{WEIGHTS}/log.json"], "--log-config-file"),
+        "llama-server-log-file-pth": (
+            "llama_server",
+            ["--log-file", ".venv/lib/python3.11/site-packages/x.pth"],
+            "--log-file",
+        ),
+        "llama-server-chat-template-file-environ": (
+            "llama_server",
+            ["--chat-template-file", "/proc/self/environ"],
+            "--chat-template-file",
+        ),
+        "llama-server-model-draft-etc": (
+            "llama_server",
+            ["--model-draft", "/etc/hostname"],
+            "outside the models folder",
+        ),
+        "llama-server-ctx-huge": ("llama_server", ["--threads", "9" * 5000], "not a number"),
+        "llama-server-stray-positional": (
+            "llama_server",
+            ["--threads", "4", "/etc/passwd"],
+            "positional",
+        ),
+        "vllm-tool-parser-plugin-weights": (
+            "vllm",
+            ["--tool-parser-plugin", f"{WEIGHTS}/evil.py"],
+            "--tool-parser-plugin",
+        ),
+        "vllm-reasoning-parser-plugin-weights": (
+            "vllm",
+            ["--reasoning-parser-plugin", f"{WEIGHTS}/evil.py"],
+            "--reasoning-parser-plugin",
+        ),
+        "vllm-log-config-file-weights": (
+            "vllm",
+            ["--log-config-file", f"{WEIGHTS}/log.json"],
+            "--log-config-file",
+        ),
         "vllm-download-dir-etc": ("vllm", ["--download-dir", "/etc/cron.d"], "--download-dir"),
-        "vllm-kv-events-every-interface": ("vllm", ["--kv-events-config", '{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557"}'], "--kv-events-config"),
-        "vllm-kv-transfer-every-interface": ("vllm", ["--kv-transfer-config", '{"kv_connector": "x", "kv_ip": "0.0.0.0"}'], "--kv-transfer-config"),
-        "vllm-chat-template-environ": ("vllm", ["--chat-template", "/proc/self/environ"], "--chat-template"),
-        "vllm-tool-parser-plugin-abbrev": ("vllm", ["--tool-parser-plug", f"{WEIGHTS}/evil.py"], "--tool-parser-plugin"),
-        "vllm-log-config-underscore-equals": ("vllm", [f"--log_config_file={WEIGHTS}/log.json"], "--log-config-file"),
+        "vllm-kv-events-every-interface": (
+            "vllm",
+            ["--kv-events-config", '{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557"}'],
+            "--kv-events-config",
+        ),
+        "vllm-kv-transfer-every-interface": (
+            "vllm",
+            ["--kv-transfer-config", '{"kv_connector": "x", "kv_ip": "0.0.0.0"}'],
+            "--kv-transfer-config",
+        ),
+        "vllm-chat-template-environ": (
+            "vllm",
+            ["--chat-template", "/proc/self/environ"],
+            "--chat-template",
+        ),
+        "vllm-tool-parser-plugin-abbrev": (
+            "vllm",
+            ["--tool-parser-plug", f"{WEIGHTS}/evil.py"],
+            "--tool-parser-plugin",
+        ),
+        "vllm-log-config-underscore-equals": (
+            "vllm",
+            [f"--log_config_file={WEIGHTS}/log.json"],
+            "--log-config-file",
+        ),
         "vllm-max-model-len-huge": ("vllm", ["--max-model-len", "9" * 5000], "whole number"),
-        "sglang-crash-dump-folder": ("sglang", ["--crash-dump-folder", "/home/user/.config/autostart"], "--crash-dump-folder"),
-        "sglang-custom-logit-processor": ("sglang", ["--enable-custom-logit-processor"], "--enable-custom-logit-processor"),
-        "sglang-chat-template-environ": ("sglang", ["--chat-template", "/proc/self/environ"], "--chat-template"),
+        "sglang-crash-dump-folder": (
+            "sglang",
+            ["--crash-dump-folder", "/home/user/.config/autostart"],
+            "--crash-dump-folder",
+        ),
+        "sglang-custom-logit-processor": (
+            "sglang",
+            ["--enable-custom-logit-processor"],
+            "--enable-custom-logit-processor",
+        ),
+        "sglang-chat-template-environ": (
+            "sglang",
+            ["--chat-template", "/proc/self/environ"],
+            "--chat-template",
+        ),
         "llama-cpp-chat-format-path": ("llama_cpp", ["--chat_format", "../../x"], "plain name"),
     }
     cases += [
-        recipe(f"issue-{slug}", _native(kind, args), says) for slug, (kind, args, says) in native.items()
+        recipe(f"issue-{slug}", _native(kind, args), says)
+        for slug, (kind, args, says) in native.items()
     ]
     return cases
 

@@ -144,8 +144,18 @@ def test_normal_options_of_the_catalog_pass(tmp_path):
     assert (
         table_dangers(
             "vllm",
-            ["--dtype", "float32", "--max-model-len", "2048", "--max-num-seqs", "16",
-             "--enforce-eager", "--host", "x", "--port=1"],
+            [
+                "--dtype",
+                "float32",
+                "--max-model-len",
+                "2048",
+                "--max-num-seqs",
+                "16",
+                "--enforce-eager",
+                "--host",
+                "x",
+                "--port=1",
+            ],
         )
         == []
     )

@@ -52,6 +52,7 @@ FLAGS = {
     "--no-cont-batching",
 }
 
+
 def find_program(spec: LlamaServerLaunch) -> Path | None:
     """The llama-server program this launch runs, or None when it is not installed."""
     name = spec.binary or os.environ.get(BINARY_ENV) or PROGRAM

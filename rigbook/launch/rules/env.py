@@ -89,26 +89,116 @@ ALLOWED: dict[str, EnvRule] = {
 }
 BOOL_WORDS = {"0", "1", "true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "on", "off"}
 
-# Loader and interpreter variables: they run code or pick the program, whatever --allow says.
-NEVER_EXACT = {
-    "PATH", "BROWSER", "BASH_ENV", "ENV", "PERL5OPT", "PERL5LIB", "PERLLIB", "NODE_OPTIONS",
-    "NODE_PATH", "RUBYOPT", "RUBYLIB", "IFS", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
-    "GLIBC_TUNABLES", "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "OPENSSL_CONF",
-    "OPENSSL_ENGINES", "SHELL", "EDITOR", "VISUAL", "PAGER", "JAVA_TOOL_OPTIONS", "MALLOC_CHECK_",
-    "HOME", "VIRTUAL_ENV", "UV_PYTHON", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "TZ", "TZDIR",
-    "CUDA_INJECTION64_PATH", "CUDA_INJECTION32_PATH", "NCCL_CONF_FILE", "OMP_TOOL_LIBRARIES",
-    "OMP_TOOL", "TRITON_CACHE_MANAGER", "TRITON_CACHE_DIR", "VLLM_LOGGING_CONFIG_PATH",
-    "VLLM_HOST_IP", "VLLM_PORT", "NCCL_NET", "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN",
-    "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "SSL_CERT_FILE",
+# Loader and interpreter variables: they run code or pick the program, whatever --allow says,
+# on the host and in a container alike.
+LOADERS = {
+    "PATH",
+    "BROWSER",
+    "BASH_ENV",
+    "ENV",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "RUBYOPT",
+    "RUBYLIB",
+    "IFS",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
+    "PROMPT_COMMAND",
+    "GLIBC_TUNABLES",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "SHELL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "JAVA_TOOL_OPTIONS",
+    "MALLOC_CHECK_",
+    "HOME",
+    "VIRTUAL_ENV",
+    "UV_PYTHON",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "CUDA_INJECTION64_PATH",
+    "CUDA_INJECTION32_PATH",
+    "NCCL_CONF_FILE",
+    "OMP_TOOL_LIBRARIES",
+    "TRITON_CACHE_MANAGER",
+}
+# On the host, also these: they read a file of the recipe's choosing or move a listener.
+NEVER_EXACT = LOADERS | {
+    "TZ",
+    "TZDIR",
+    "OMP_TOOL",
+    "TRITON_CACHE_DIR",
+    "VLLM_LOGGING_CONFIG_PATH",
+    "VLLM_HOST_IP",
+    "VLLM_PORT",
+    "NCCL_NET",
+    "NCCL_TUNER_PLUGIN",
+    "NCCL_PROFILER_PLUGIN",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "SSL_CERT_FILE",
 }
 NEVER_PREFIX = ("LD_", "DYLD_", "PYTHON", "GIT_", "CONDA", "PIP_", "LUA_", "LLAMA_ARG_")
 # Words (between `_`) that mark a variable naming a path, code to load, a socket or a listener.
 NEVER_WORDS = {
-    "PATH", "PATHS", "FILE", "FILES", "DIR", "DIRS", "HOME", "CACHE", "CONFIG", "CONF", "PLUGIN",
-    "PLUGINS", "LIB", "LIBS", "LIBRARY", "LIBRARIES", "MANAGER", "MODULE", "INJECTION64",
-    "INJECTION32", "HOST", "IP", "ADDR", "ADDRESS", "PORT", "URL", "URI", "ENDPOINT", "SOCKET",
-    "TOOL", "TOOLS", "PRELOAD", "PREFIX", "ROOT", "BUNDLE", "TEMPLATE", "SCRIPT", "COMMAND",
-    "CMD", "EXEC", "LOADER", "IFNAME", "SERVER", "PROXY", "IMPORT", "CLASS",
+    "PATH",
+    "PATHS",
+    "FILE",
+    "FILES",
+    "DIR",
+    "DIRS",
+    "HOME",
+    "CACHE",
+    "CONFIG",
+    "CONF",
+    "PLUGIN",
+    "PLUGINS",
+    "LIB",
+    "LIBS",
+    "LIBRARY",
+    "LIBRARIES",
+    "MANAGER",
+    "MODULE",
+    "INJECTION64",
+    "INJECTION32",
+    "HOST",
+    "IP",
+    "ADDR",
+    "ADDRESS",
+    "PORT",
+    "URL",
+    "URI",
+    "ENDPOINT",
+    "SOCKET",
+    "TOOL",
+    "TOOLS",
+    "PRELOAD",
+    "PREFIX",
+    "ROOT",
+    "BUNDLE",
+    "TEMPLATE",
+    "SCRIPT",
+    "COMMAND",
+    "CMD",
+    "EXEC",
+    "LOADER",
+    "IFNAME",
+    "SERVER",
+    "PROXY",
+    "IMPORT",
+    "CLASS",
 }
 # Device selection and rigbook's own multicast defaults are rigbook's to set.
 SELECTION = {
@@ -125,15 +215,25 @@ RIGBOOK_SETS = {"NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM
 NEEDS_ALLOW = {"HF_TOKEN", "HF_HUB_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "HF_ENDPOINT"}
 
 
-def never(name: str) -> bool:
-    """A loader, interpreter, path, socket or GPU-selection variable: refused whatever is
-    allowed."""
+def loader(name: str) -> bool:
+    """A loader, interpreter or GPU-selection variable: refused on the host and in a container."""
     upper = name.upper()
     return (
-        upper in NEVER_EXACT
+        upper in LOADERS
         or upper.startswith(NEVER_PREFIX)
         or upper in SELECTION
-        or bool(set(upper.split("_")) & NEVER_WORDS) and upper not in NEEDS_ALLOW
+        or "PLUGIN" in upper
+    )
+
+
+def never(name: str) -> bool:
+    """A variable no engine on the host may be given: a loader, or one that names a path, loads
+    code or moves a listener."""
+    upper = name.upper()
+    return (
+        loader(name)
+        or upper in NEVER_EXACT
+        or (bool(set(upper.split("_")) & NEVER_WORDS) and upper not in NEEDS_ALLOW)
     )
 
 
@@ -144,7 +244,9 @@ def value_problem(rule: EnvRule, value: str) -> str | None:
     if rule.value == "int":
         if not INT_RE.fullmatch(value):
             return "is not a whole number"
-        return None if rule.low <= int(value) <= rule.high else f"is outside {rule.low}..{rule.high}"
+        return (
+            None if rule.low <= int(value) <= rule.high else f"is outside {rule.low}..{rule.high}"
+        )
     if rule.value == "choice":
         return None if value in rule.choices else f"is not one of {', '.join(rule.choices)}"
     return None if SAFE_TEXT.fullmatch(value) else "is not a plain value (no /, space or quote)"
@@ -180,7 +282,7 @@ def env_dangers(
                     None, f"env {name}: GPU selection is rigbook's (--gpus); a recipe cannot set it"
                 )
             )
-        elif never(name):
+        elif loader(name) if container else never(name):
             found.append(
                 Danger(
                     None,

@@ -67,7 +67,9 @@ class ValueKind(StrEnum):
 class OptionRule(BaseModel):
     """One option of an engine: every name it is written as, what a recipe may give it."""
 
-    names: list[str] = Field(description="Every short and long form and alias, e.g. ['-c', '--ctx-size'].")
+    names: list[str] = Field(
+        description="Every short and long form and alias, e.g. ['-c', '--ctx-size']."
+    )
     verdict: Verdict
     value: ValueKind
     nargs: str | None = Field(default=None, description="'+' or '*': several values follow.")
@@ -79,7 +81,8 @@ class OptionRule(BaseModel):
     )
     why: str = ""
     allow: str | None = Field(
-        default=None, description="The --allow name that lets a refused option through (None: none)."
+        default=None,
+        description="The --allow name that lets a refused option through (None: none).",
     )
 
 
@@ -168,9 +171,9 @@ def _values(rule: OptionRule, args: list[str], start: int) -> list[str]:
     """The items after an option that argparse gives it (several for nargs '+'/'*')."""
     if rule.nargs not in ("+", "*", "?"):
         return args[start : start + 1]
-    taken = []
+    taken: list[str] = []
     for item in args[start:]:
-        if item.startswith("-") and not _number_like(item) or (rule.nargs == "?" and taken):
+        if (item.startswith("-") and not _number_like(item)) or (rule.nargs == "?" and taken):
             break
         taken.append(item)
     return taken
@@ -199,9 +202,7 @@ def table_dangers(kind: str, args: list[str], *, models_dir: Path | None = None)
             )
             i += 1
             continue
-        written, has_value, inline = (
-            item.partition("=") if "=" in item else (item, "", "")
-        )
+        written, has_value, inline = item.partition("=") if "=" in item else (item, "", "")
         rules, attached = _resolve(table, written)
         if attached:
             has_value, inline = "=", attached
