@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from rigbook.errors import LaunchError
+from rigbook.launch.docker_args import DockerRun, NamedVolume, named_volume, split_model_options
 from rigbook.launch.engines import engine_for
 from rigbook.launch.plan import Target
 from rigbook.launch.safety import docker_dangers, refuse_unless_allowed
@@ -230,3 +231,40 @@ def test_grouped_author_side_flags_are_replaced_too():
     )
     assert args == ["-v", "cache:/c"]
     assert dropped == ["-d", "-p 8000:8000", "-i", "-t"]
+
+
+def test_docker_argv_is_built_from_the_typed_model():
+    fields, rest = split_model_options(
+        ["--init", "--ipc=host", "-v", "cache:/c:ro", "-e", "A=1", "--shm-size", "16g", "-v", "/x"]
+    )
+    assert rest == ["--shm-size", "16g", "-v", "/x"]
+    run = DockerRun(image="img:1", name="rigbook-t", gpus='"device=0"', options=rest, **fields)
+    assert run.volumes == [NamedVolume(name="cache", target="/c", read_only=True)]
+    assert run.argv() == [
+        *("docker", "run", "--rm", "--name", "rigbook-t", "--gpus", '"device=0"'),
+        *("--init", "--ipc", "host", "--shm-size", "16g", "-v", "/x"),
+        *("-v", "cache:/c:ro", "-e", "A=1", "img:1"),
+    ]
+    # Only a name docker reads as a volume name is one: a path or `..` is not.
+    assert named_volume("../x:/c") is None and named_volume("/etc:/e") is None
+    assert named_volume("cache:/c:z") is None
+
+
+def test_the_seed_docker_recipe_runs_as_its_model(tmp_path):
+    done = rigbook(
+        "up",
+        "tests/fixtures/recipes/glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3.json",
+        "--dry-run",
+        "--rig",
+        str(RIG_2X),
+        "--models-dir",
+        str(tmp_path),
+        "--json",
+    )
+    argv = json.loads(done.stdout)["command"]["argv"]
+    assert argv[:2] == ["docker", "run"] and argv[-1].startswith("ghcr.io/")
+    assert "--network" not in argv and "--init" in argv
+    assert argv[argv.index("--ipc") + 1] == "host"
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert "glm53-qad-2x6000-runtime-cache:/cache" in mounts
+    assert any(m.startswith(str(tmp_path)) and m.endswith(":ro") for m in mounts)
