@@ -95,3 +95,28 @@ def test_shell_metacharacters_in_env_and_argv_stay_literal(tmp_path):
     assert printed == [repr(evil), repr(evil)]
     assert not canary.exists() and (tmp_path / "keep").is_dir()
     assert engine_for("script_repo").starts_process
+
+
+def test_an_option_the_table_does_not_list_runs_only_with_allow_option(tmp_path):
+    launch = {"kind": "vllm", "model": "org/model", "args": ["--brand-new-flag", "3"]}
+    path = write_recipe(tmp_path, "new-option", launch)
+    done = rigbook("up", str(path), "--dry-run", "--json", "--models-dir", str(tmp_path))
+    plan = json.loads(done.stdout)
+    refused = [f for s in plan["steps"] for f in s["findings"] if f["code"] == "E_UNSAFE"]
+    assert done.returncode == 2 and len(refused) == 1
+    assert "--allow-option --brand-new-flag" in refused[0]["remedy"]
+    done = rigbook(
+        "up",
+        str(path),
+        "--dry-run",
+        "--allow-option",
+        "--brand-new-flag",
+        "--models-dir",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "allowed by you: --allow-option --brand-new-flag" in done.stdout
+    assert "--brand-new-flag 3" in done.stdout
+    # `--allow` itself takes no option name: it says which flag does.
+    done = rigbook("up", str(path), "--dry-run", "--allow", "--brand-new-flag")
+    assert done.returncode == 2 and "--allow-option" in done.stderr + done.stdout
