@@ -38,6 +38,15 @@ PortOption = typer.Option(
 ModelsDirOption = typer.Option(
     None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models)."
 )
+AllowOption = typer.Option(
+    [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
+)
+AllowOptionOption = typer.Option(
+    [],
+    "--allow-option",
+    help="Allow one engine option the engine's option table does not list (repeatable), "
+    "e.g. --allow-option --new-flag.",
+)
 DrafterOption = typer.Option(
     None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp)."
 )
@@ -112,6 +121,8 @@ def plan(
     port: str = PortOption,
     models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption,
+    allow: list[str] = AllowOption,
+    allow_option: list[str] = AllowOptionOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Print the numbered steps `up` would take on this machine; reads it (as `rigbook rig` does), changes nothing."""
@@ -124,6 +135,7 @@ def plan(
             port=port,
             models_dir=models_dir,
             drafter=drafter,
+            allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
         )
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
@@ -175,15 +187,8 @@ def up(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."
     ),
-    allow: list[str] = typer.Option(
-        [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
-    ),
-    allow_option: list[str] = typer.Option(
-        [],
-        "--allow-option",
-        help="Allow one engine option the engine's option table does not list (repeatable), "
-        "e.g. --allow-option --new-flag.",
-    ),
+    allow: list[str] = AllowOption,
+    allow_option: list[str] = AllowOptionOption,
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
     ),
