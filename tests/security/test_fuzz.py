@@ -268,6 +268,7 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     for name in SELECTION & set(added):
         assert name in {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}
     program = Path(argv[0]).name
+    models = Path(inherited["RIGBOOK_HOME"]).parent / "models"
     # rigbook's own: the GPU selection and multicast defaults, vLLM's listener address.
     own = {*GPU_ENV_DEFAULTS, *SELECTION, "VLLM_HOST_IP"}
     recipe_set = {k: v for k, v in added.items() if k not in own}
@@ -277,7 +278,9 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
         items = [t for o in options for t in o.tokens]
         # rigbook's own name-only `-e` items pass its multicast-off defaults through.
         own = {"ipc-host", *(f"env:{name}" for name in GPU_ENV_DEFAULTS)}
-        assert [d for d in docker_dangers(items, gpus={"0", "1"}) if d.allow not in own] == []
+        assert [
+            d for d in docker_dangers(items, gpus={"0", "1"}, roots=[models]) if d.allow not in own
+        ] == []
     elif program == "vllm":
         # The recipe's args come before rigbook's own --host, --port (and served name).
         recipe_args = argv[3 : len(argv) - 1 - argv[::-1].index("--host")]
