@@ -749,7 +749,10 @@ def classify(kind: str, raw: dict) -> dict:
         if kind == "docker":
             rule.update(_docker_verdict(names))
         elif norm & OWNED[kind]:
-            rule.update(verdict="owned", why="rigbook's own (host, port, model, served name, GPUs)")
+            rule.update(
+                verdict="owned",
+                why="rigbook's own: it sets the host, port, model, served name and GPUs, and where files go",
+            )
         elif norm & REPLACED[kind]:
             rule.update(verdict="replaced", why="rigbook sets it itself")
         elif hit := sorted(norm & set(REFUSE_NAMES)):
