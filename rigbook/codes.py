@@ -311,8 +311,9 @@ _ALL = [
         "error",
         "LaunchError",
         "launch",
-        "The recipe asks for a dangerous container or host option.",
-        "Read the option; if you trust it, allow it by name with `--allow OPTION`.",
+        "The recipe asks for an option, variable or mount that rigbook does not allow.",
+        "Read it; if you trust it, allow it by name with `--allow NAME` (an engine option its "
+        "table does not list: `--allow-option OPT`); some nothing lets through.",
     ),
     _c(
         Code.E_ENGINE_EXIT,

@@ -19,7 +19,9 @@ from rigbook.launch.api import make_plan
 from rigbook.launch.api import up as launch_up
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
+from rigbook.launch.rules.table import OPTION_ALLOW
 from rigbook.launch.run import UpResult
+from rigbook.launch.safety import allow_flag
 
 RigOption = typer.Option(
     None,
@@ -36,6 +38,15 @@ PortOption = typer.Option(
 ModelsDirOption = typer.Option(
     None, "--models-dir", help="Where weights are stored (default: RIGBOOK_HOME/models)."
 )
+AllowOption = typer.Option(
+    [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
+)
+AllowOptionOption = typer.Option(
+    [],
+    "--allow-option",
+    help="Allow one engine option the engine's option table does not list (repeatable), "
+    "e.g. --allow-option --new-flag.",
+)
 DrafterOption = typer.Option(
     None, "--drafter", help="Drafter for a script recipe that offers one (e.g. mtp)."
 )
@@ -48,6 +59,9 @@ def render_plan(plan: Plan) -> None:
         f"[bold]{plan.recipe}[/] ({plan.kind}) as [bold]{plan.target.name}[/] — {mode}",
         highlight=False,
     )
+    if plan.target.allow:
+        allowed = ", ".join(allow_flag(a) for a in plan.target.allow)
+        console.print(f"allowed by you: {allowed}", markup=False, highlight=False, soft_wrap=True)
     for step in plan.steps:
         console.print(f"[bold]{step.number}.[/] {step.title}", highlight=False, soft_wrap=True)
         for line in step.details:
@@ -107,6 +121,8 @@ def plan(
     port: str = PortOption,
     models_dir: Path = ModelsDirOption,
     drafter: str = DrafterOption,
+    allow: list[str] = AllowOption,
+    allow_option: list[str] = AllowOptionOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Print the numbered steps `up` would take on this machine; reads it (as `rigbook rig` does), changes nothing."""
@@ -119,6 +135,7 @@ def plan(
             port=port,
             models_dir=models_dir,
             drafter=drafter,
+            allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
         )
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
@@ -170,9 +187,8 @@ def up(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."
     ),
-    allow: list[str] = typer.Option(
-        [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
-    ),
+    allow: list[str] = AllowOption,
+    allow_option: list[str] = AllowOptionOption,
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
     ),
@@ -187,7 +203,7 @@ def up(
         models_dir=models_dir,
         drafter=drafter,
         name=name,
-        allow=allow,
+        allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
         timeout=timeout,
         unattended=yes and not dry,
     )

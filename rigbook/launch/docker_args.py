@@ -214,3 +214,96 @@ def drop_docker_options(args: list[str], names: set[str]) -> tuple[list[str], li
     options, _ = parse_options(args)
     kept = [token for o in options if o.name not in names for token in o.tokens]
     return kept, [o.shown for o in options if o.name in names]
+
+
+class NamedVolume(BaseModel):
+    """A docker volume by name, mounted at ``target`` in the container (``-v NAME:/PATH[:ro]``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+    target: str = Field(pattern=r"^/[^:\x00]*$")
+    read_only: bool = False
+
+
+class WeightsMount(BaseModel):
+    """Fetched weights at their pinned revision, mounted read-only at ``target``."""
+
+    host: str
+    target: str
+
+
+class DockerRun(BaseModel):
+    """A docker recipe as rigbook runs it: image, env knobs, named volumes, the read-only weights
+    mounts, GPUs and the port. ``docker run``'s argv is built from this model alone; ``options``
+    holds the recipe's other options that passed the safety rules (resource limits, and those
+    the user allowed by name), as written."""
+
+    image: str
+    name: str
+    gpus: str | None = None
+    publish: str | None = Field(default=None, description="HOST_IP:HOST_PORT:CONTAINER_PORT.")
+    init: bool = False
+    ipc: str | None = None
+    network: str | None = Field(default=None, description="'host' only when the user allows it.")
+    volumes: list[NamedVolume] = Field(default_factory=list)
+    weights: list[WeightsMount] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    copy_env: list[str] = Field(
+        default_factory=list, description="Variables docker copies from rigbook's environment."
+    )
+    options: list[str] = Field(default_factory=list)
+
+    def argv(self) -> list[str]:
+        """``docker run --rm --name …`` for this model."""
+        argv = ["docker", "run", "--rm", "--name", self.name]
+        if self.gpus:
+            argv += ["--gpus", self.gpus]
+        if self.publish:
+            argv += ["-p", self.publish]
+        if self.network:
+            argv += ["--network", self.network]
+        if self.init:
+            argv.append("--init")
+        if self.ipc:
+            argv += ["--ipc", self.ipc]
+        argv += self.options
+        for volume in self.volumes:
+            argv += ["-v", f"{volume.name}:{volume.target}" + (":ro" if volume.read_only else "")]
+        for mount in self.weights:
+            argv += ["-v", f"{mount.host}:{mount.target}:ro"]
+        argv += [item for key, value in self.env.items() for item in ("-e", f"{key}={value}")]
+        argv += [item for key in self.copy_env for item in ("-e", key)]
+        return [*argv, self.image]
+
+
+def named_volume(value: str) -> NamedVolume | None:
+    """``NAME:/PATH[:ro]`` as a named volume, or None (a host path, an anonymous volume, other
+    modes)."""
+    parts = value.split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        return None
+    try:
+        return NamedVolume(name=parts[0], target=parts[1], read_only=parts[2:] == ["ro"])
+    except ValueError:
+        return None
+
+
+def split_model_options(args: list[str]) -> tuple[dict, list[str]]:
+    """The recipe's ``docker run`` options as the model's fields (init, ipc, network, named
+    volumes, env) and the rest, as written."""
+    fields: dict = {"volumes": [], "env": {}}
+    rest: list[str] = []
+    options, _ = parse_options(args)
+    for o in options:
+        volume = named_volume(o.value or "") if o.name == "--volume" else None
+        if o.name == "--init" and o.value is None:
+            fields["init"] = True
+        elif o.name in ("--ipc", "--network") and o.value:
+            fields[o.name.lstrip("-")] = o.value
+        elif volume is not None:
+            fields["volumes"].append(volume)
+        elif o.name == "--env" and o.value and "=" in o.value:
+            key, _, val = o.value.partition("=")
+            fields["env"][key] = val
+        else:
+            rest += o.tokens
+    return fields, rest

@@ -14,19 +14,25 @@ from the model repository.
 
 from __future__ import annotations
 
-import csv
 import os
+import re
 from pathlib import Path
 
 from rigbook.errors import InputError, LaunchError
-from rigbook.home import rigbook_home
 from rigbook.launch.docker_args import parse_options
 from rigbook.launch.placeholders import substitute
 from rigbook.launch.plan import Target
 from rigbook.launch.rules import Danger
-from rigbook.launch.rules.env import ENV_NAME_RE, env_dangers, never
-from rigbook.launch.rules.options import option_dangers
+from rigbook.launch.rules.env import ENV_NAME_RE, env_dangers, loader, never
 from rigbook.launch.rules.paths import path_danger
+from rigbook.launch.rules.table import (
+    OPTION_ALLOW,
+    ValueKind,
+    Verdict,
+    load_table,
+    table_dangers,
+    value_problem,
+)
 
 # Namespaces the docker kind may share with the host without asking. `--ipc host`:
 # tensor-parallel engines pass tensors between worker processes through shared
@@ -60,6 +66,8 @@ SYSTEM_DIRS = [
     "/snap",
 ]
 # Refused as a whole; a folder inside them (your own models folder) is fine.
+# Under /tmp: the sockets of the user's sessions (a tmux server runs commands for whoever connects).
+SOCKET_DIRS = (".", "tmux-", "ssh-", "systemd-", "pulse-", "dbus-")
 WHOLE_DIRS = ["/home", "/opt", "/srv", "/mnt", "/media", "/tmp"]
 
 # Device nodes every CUDA process needs, whichever GPUs it uses; /dev/nvidiaN is one GPU.
@@ -75,6 +83,9 @@ GPU_SHARED_NODES = (
 CONFINING = {"no-new-privileges", "no-new-privileges=true"}
 # Options whose value `container:NAME` joins another container's namespace.
 JOINS = {"--pid", "--ipc", "--network", "--uts", "--userns", "--cgroupns"}
+
+# What `--allow-option` takes: an option as an engine reads it.
+OPTION_NAME_RE = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 
 #: Every name `--allow` takes (besides env:NAME).
 ALLOW_NAMES = {
@@ -100,27 +111,17 @@ ALLOW_NAMES = {
 }
 
 
-def _protected(path: str, roots: list[Path] | None = None) -> str | None:
-    """Why mounting ``path`` (absolute, symlinks resolved) from the host is dangerous, or None.
-
-    A folder inside ``roots`` (the models folder rigbook fetches into) is rigbook's own.
-    """
-    resolved = path
-    if any(
-        resolved == os.path.realpath(r)
-        or resolved.startswith(os.path.realpath(r).rstrip("/") + "/")
-        for r in roots or []
-    ):
-        return None
+def _protected(resolved: str) -> str | None:
+    """Why mounting ``resolved`` (absolute, symlinks resolved) from the host is never allowed,
+    or None."""
     home = os.path.normpath(str(Path.home()))
     if resolved == "/":
         return "the whole host filesystem"
     if resolved == home or home.startswith(resolved.rstrip("/") + "/"):
         return f"your home directory ({home})"
     if resolved.startswith(home + "/"):
-        inside = resolved[len(home) + 1 :]
-        # ~/models is yours to share; ~/.ssh, ~/.aws, ~/.config hold credentials.
-        return f"the hidden folder ~/{inside.split('/')[0]}" if inside.startswith(".") else None
+        # ~/.ssh and ~/.config hold credentials, ~/bin and ~/.local programs the user runs.
+        return f"a folder of your home directory (~/{resolved[len(home) + 1 :].split('/')[0]})"
     if resolved.startswith("/home/"):
         return "another user's home directory"
     for system in SYSTEM_DIRS:
@@ -130,42 +131,25 @@ def _protected(path: str, roots: list[Path] | None = None) -> str | None:
             or system.startswith(resolved + "/")
         ):
             return f"the system directory {system}"
+    if resolved.startswith("/tmp/") and resolved[5:].startswith(SOCKET_DIRS):
+        return "a folder of /tmp where sessions keep their sockets (tmux, X11, ssh agents)"
     for whole in WHOLE_DIRS:
         if resolved == whole or whole.startswith(resolved + "/"):
             return f"the directory {whole} as a whole"
     return None
 
 
-def _mount_fields(value: str) -> dict[str, list[str]]:
-    """A ``--mount`` value read as docker reads it: CSV fields (quotes allowed), keys and types
-    in any case."""
-    fields: dict[str, list[str]] = {}
-    for row in csv.reader([value]):
-        for part in row:
-            key, _, val = part.partition("=")
-            fields.setdefault(key.strip().lower(), []).append(val.strip())
-    return fields
+def _bind_source(value: str) -> str | None:
+    """The host path a ``--volume`` value binds, as written; None for a named or anonymous volume.
 
-
-def _bind_source(option: str, value: str) -> str | None:
-    """The host path a --volume/--mount value binds, as written; None for a named or anonymous
-    volume, or tmpfs."""
-    if option == "--mount":
-        fields = _mount_fields(value)
-        kind = (fields.get("type") or ["volume"])[-1].lower()
-        if kind == "bind":
-            sources = fields.get("source") or fields.get("src")
-            return sources[-1] if sources else None
-        # The local volume driver binds a host path too: volume-opt=o=bind,volume-opt=device=/PATH.
-        options = dict(opt.partition("=")[::2] for opt in fields.get("volume-opt", []))
-        if kind == "volume" and "device" in options:
-            return options["device"] or "/"
-        return None
+    (``--mount`` is refused whole: docker binds the last of ``source``/``src``, a trap for any
+    reader of its fields.)
+    """
     if ":" not in value:
         return None  # `-v /data`: an anonymous volume at /data inside the container
     source = value.split(":", 1)[0]
     # Volume names start with a letter or digit; docker reads anything else as a host path.
-    return source if source.startswith(("/", "~", ".")) else None
+    return source if source.startswith(("/", "~", ".")) or not source[:1].isalnum() else None
 
 
 def _resolve(source: str, cwd: str) -> str:
@@ -214,14 +198,72 @@ def _env_option(shown: str, value: str) -> list[Danger]:
     if not ENV_NAME_RE.fullmatch(name):
         return [Danger(None, f"{shown}: {name[:40]!r} is not a variable name")]
     if has_value:
-        return env_dangers({name: val}, roots=[], container=True)
-    if never(name):
-        return env_dangers({name: ""}, roots=[], container=True)
+        return env_dangers({name: val}, container=True)
+    if loader(name):
+        return env_dangers({name: ""}, container=True)
     return [
         Danger(
             f"env:{name}", f"{shown} copies this host's {name} (a token, a path) into the container"
         )
     ]
+
+
+def _bind_danger(shown: str, source: str, cwd: str, roots: list[Path] | None) -> list[Danger]:
+    """A host folder a recipe binds: the models folder is rigbook's; a protected one never; any
+    other only with ``--allow bind-mount`` (a docker recipe names volumes, not host folders)."""
+    resolved = _resolve(source, cwd)
+    if any(
+        resolved == os.path.realpath(r)
+        or resolved.startswith(os.path.realpath(r).rstrip("/") + "/")
+        for r in roots or []
+    ):
+        return []
+    why = _protected(resolved)
+    if why:
+        return [Danger(None, f"{shown} mounts {why} into the container")]
+    return [
+        Danger(
+            "bind-mount",
+            f"{shown} mounts the host folder {resolved} into the container (a docker recipe "
+            "names volumes; rigbook mounts the weights itself)",
+        )
+    ]
+
+
+def _special(o, *, needs: set[str], cwd: str, gpus: set[str] | None, roots) -> list[Danger] | None:
+    """The checks of options whose danger depends on the value; None: the table decides."""
+    name, value, shown = o.name, o.value, o.shown
+    if (
+        name in ("--privileged", "--use-api-socket")
+        and value is not None
+        and value.lower() == "false"
+    ):
+        return []
+    if name in JOINS and value and value.lower().startswith("container:"):
+        return [
+            Danger(
+                "join-container", f"{shown} joins another container's {name.lstrip('-')} namespace"
+            )
+        ]
+    if name == "--env" and value is not None:
+        return _env_option(shown, value)
+    if name in HOST_NAMESPACES and value is not None:
+        allow = HOST_NAMESPACES[name]
+        if value != "host" or allow in needs:
+            return None if name == "--ipc" else []
+        return [
+            Danger(
+                allow, f"{shown} shares the host's {name.lstrip('-')} namespace with the container"
+            )
+        ]
+    if name == "--device" and value and _gpu_device(value, gpus):
+        return []
+    if name == "--security-opt" and value and not _unconfined(value):
+        return []
+    if name == "--volume" and value:
+        source = _bind_source(value)
+        return _bind_danger(shown, source, cwd, roots) if source else []
+    return None
 
 
 def docker_dangers(
@@ -232,125 +274,50 @@ def docker_dangers(
     gpus: set[str] | None = None,
     roots: list[Path] | None = None,
 ) -> list[Danger]:
-    """The dangerous options in ``docker run`` options ``args``.
+    """What ``docker run`` options ``args`` ask for beyond a docker recipe's model.
 
-    ``cwd`` is the folder docker runs in (default: this process's), against which relative bind
-    sources resolve; ``gpus`` the GPUs (indices and UUIDs) this launch may pass in (None: any);
-    ``roots`` folders that are
-    rigbook's own to mount (the models folder).
+    A docker recipe is an image, env knobs, named volumes, the read-only weights mount, GPUs and
+    a port; every other option is refused (its --allow name, where it has one, lets it through;
+    one docker's table does not list needs ``--allow-option NAME``). ``cwd`` is the folder docker
+    runs in (relative bind sources resolve against it); ``gpus`` the GPUs (indices and UUIDs)
+    this launch may pass in (None: any); ``roots`` folders that are rigbook's own to mount.
     """
     needs = DOCKER_KIND_NEEDS if needs is None else needs
     cwd = cwd or os.getcwd()
+    table = load_table("docker")
+    rules = table.index() if table else {}
     found: list[Danger] = []
     options, _ = parse_options(args)
     for o in options:
-        name, value, shown = o.name, o.value, o.shown
-        if name == "--privileged" and (value is None or value.lower() != "false"):
-            found.append(
-                Danger(
-                    "privileged",
-                    f"{shown} gives the container every device and capability of the host",
-                )
-            )
-        elif name == "--use-api-socket" and (value is None or value.lower() != "false"):
-            found.append(
-                Danger(
-                    "use-api-socket",
-                    f"{shown} gives the container the docker API, and with it the host",
-                )
-            )
-        elif name in JOINS and value and value.lower().startswith("container:"):
-            found.append(
-                Danger(
-                    "join-container",
-                    f"{shown} joins another container's {name.lstrip('-')} namespace",
-                )
-            )
-        elif name == "--cgroup-parent" and value is not None:
-            found.append(
-                Danger(
-                    "cgroup-parent",
-                    f"{shown} places the container in a host cgroup of the recipe's "
-                    "choosing (the root cgroup escapes its limits)",
-                )
-            )
-        elif name == "--env" and value is not None:
-            found += _env_option(shown, value)
-        elif name == "":
+        if o.name == "":
             found.append(
                 Danger(
                     None,
-                    f"{value!r} is not an option: docker would read it as the image, and "
+                    f"{o.value!r} is not an option: docker would read it as the image, and "
                     "what follows as the container's command",
                 )
             )
-        elif name in HOST_NAMESPACES and value == "host":
-            allow = HOST_NAMESPACES[name]
-            if allow not in needs:
-                found.append(
-                    Danger(
-                        allow,
-                        f"{shown} shares the host's {name.lstrip('-')} namespace with the "
-                        "container",
-                    )
-                )
-        elif name == "--cap-add" and value:
-            found.append(
-                Danger("cap-add", f"{shown} grants the container the kernel capability {value}")
-            )
-        elif name == "--device" and value and not _gpu_device(value, gpus):
+            continue
+        special = _special(o, needs=needs, cwd=cwd, gpus=gpus, roots=roots)
+        if special is not None:
+            found += special
+            continue
+        rule = rules.get(o.name)
+        if rule is None:
             found.append(
                 Danger(
-                    "device",
-                    f"{shown} passes a host device other than the GPUs of this launch "
-                    "(a GPU outside --gpus bypasses that GPU's lock)",
+                    OPTION_ALLOW + o.name,
+                    f"{o.shown[:80]}: {o.name[:40]} is not a docker run option rigbook knows "
+                    f"({table.source if table else 'no table'})",
                 )
             )
-        elif name == "--device-cgroup-rule" and value:
-            found.append(
-                Danger(
-                    "device-cgroup-rule", f"{shown} lets the container open host devices it creates"
-                )
-            )
-        elif name == "--volumes-from" and value:
-            found.append(
-                Danger(
-                    "volumes-from",
-                    f"{shown} mounts another container's volumes, host folders included",
-                )
-            )
-        elif name in ("--env-file", "--label-file") and value:
-            # The file is read on the host: a recipe naming ~/.aws/credentials hands its secrets to
-            # the image.
-            found.append(
-                Danger("env-file", f"{shown} reads a host file into the container's environment")
-            )
-        elif name == "--security-opt" and value and _unconfined(value):
-            found.append(
-                Danger(
-                    "security-opt",
-                    f"{shown} replaces or turns off a container security profile "
-                    "(a profile file from the host can allow every system call)",
-                )
-            )
-        elif name in ("--volume", "--mount") and value:
-            source = _bind_source(name, value)
-            why = _protected(_resolve(source, cwd), roots) if source else None
-            if why:
-                found.append(Danger("bind-mount", f"{shown} mounts {why} into the container"))
+        elif rule.verdict == Verdict.refuse:
+            found.append(Danger(rule.allow, f"{o.shown[:120]}: {o.name} {rule.why}"))
+        elif rule.verdict == Verdict.allow and rule.value != ValueKind.flag:
+            problem = value_problem(rule, o.value or "", None)
+            if problem:
+                found.append(Danger(None, f"{o.shown[:120]}: the value {problem}"))
     return found
-
-
-def native_dangers(args: list[str]) -> list[Danger]:
-    """Dangerous options of a native engine's argv (any prefix argparse would read as the
-    option)."""
-    for a in args:
-        written = a.split("=", 1)[0].replace("_", "-")
-        if len(written) > 4 and "--trust-remote-code".startswith(written):
-            return [
-                Danger("trust-remote-code", f"{a} runs Python code shipped in the model repository")
-            ]
-    return []
 
 
 def check_allow_names(names: list[str]) -> list[str]:
@@ -361,15 +328,25 @@ def check_allow_names(names: list[str]) -> list[str]:
         for n in names
         if n not in ALLOW_NAMES
         and not (n.startswith("env:") and ENV_NAME_RE.fullmatch(n[4:]) and not never(n[4:]))
+        and not (n.startswith(OPTION_ALLOW) and OPTION_NAME_RE.fullmatch(n[len(OPTION_ALLOW) :]))
     ]
     if unknown:
         raise InputError(
             "E_INPUT",
             f"--allow {unknown[0]}: not a name rigbook knows (loader and interpreter "
             "variables can never be allowed)",
-            remedy="Allow one of: " + ", ".join(sorted(ALLOW_NAMES)) + ", or env:NAME.",
+            remedy="Allow one of: "
+            + ", ".join(sorted(ALLOW_NAMES))
+            + ", or env:NAME (an option: --allow-option NAME).",
         )
     return names
+
+
+def allow_flag(name: str) -> str:
+    """The command-line words that allow ``name``: ``--allow NAME`` or ``--allow-option OPT``."""
+    if name.startswith(OPTION_ALLOW):
+        return f"--allow-option {name[len(OPTION_ALLOW) :]}"
+    return f"--allow {name}"
 
 
 def refused(dangers: list[Danger], allowed: set[str]) -> list[Danger]:
@@ -381,15 +358,15 @@ def refused(dangers: list[Danger], allowed: set[str]) -> list[Danger]:
 def describe(danger: Danger) -> str:
     """The danger and how to allow it, or that nothing does."""
     return danger.what + (
-        f" (allow with --allow {danger.allow})" if danger.allow else " (never allowed)"
+        f" (allow with {allow_flag(danger.allow)})" if danger.allow else " (never allowed)"
     )
 
 
 def remedy_for(danger: Danger) -> str:
     """What to do about one danger: the --allow that lets it through, or that none does."""
     if danger.allow:
-        return f"Read it; if you trust it, run again with --allow {danger.allow}."
-    return "No --allow lets this through: fix the recipe or ask its author."
+        return f"Read it; if you trust it, run again with {allow_flag(danger.allow)}."
+    return "Nothing lets this through: fix the recipe or ask its author."
 
 
 def refuse_unless_allowed(dangers: list[Danger], allowed: set[str]) -> None:
@@ -400,13 +377,13 @@ def refuse_unless_allowed(dangers: list[Danger], allowed: set[str]) -> None:
         never_allowed = [d for d in left if d.allow is None]
         remedy = (
             "Read each option; if you trust it, allow it by name: "
-            + " ".join(f"--allow {n}" for n in names)
+            + " ".join(allow_flag(n) for n in names)
             if names
             else ""
         )
         if never_allowed:
             remedy = (
-                "Some of these no --allow lets through: fix the recipe or ask its author. " + remedy
+                "Nothing lets some of these through: fix the recipe or ask its author. " + remedy
             ).strip()
         shown = names + (["never-allowed"] if never_allowed else [])
         raise LaunchError(
@@ -423,11 +400,11 @@ def _looks_like_path(model: str) -> bool:
 
 
 def spec_dangers(kind: str, spec, target: Target) -> list[Danger]:
-    """The rules every engine kind shares: its env, its arguments, its model path."""
-    roots = [target.models_dir, rigbook_home()]
+    """The rules every native engine kind shares: its env, its arguments (default deny against
+    the kind's option table), its model path."""
     args = list(getattr(spec, "args", []) or [])
-    found = env_dangers(getattr(spec, "env", {}) or {}, roots=roots) + option_dangers(kind, args)
-    found += native_dangers(args)
+    found = env_dangers(getattr(spec, "env", {}) or {}, kind=kind)
+    found += table_dangers(kind, args, models_dir=target.models_dir)
     model_path = getattr(spec, "model_path", None)
     if model_path:
         value = substitute([model_path], {"MODELS_DIR": str(target.models_dir)})[0]

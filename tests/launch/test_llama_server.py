@@ -101,7 +101,7 @@ def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
     assert "each of the 8 slots gets 1024 tokens of context" in shown
 
 
-def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
+def test_the_models_own_tools_are_refused(tmp_path):
     program = fake_program(tmp_path)
     recipe = write_recipe(
         tmp_path,
@@ -120,7 +120,8 @@ def test_the_models_own_tools_are_refused_unless_allowed_by_name(tmp_path):
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "E_UNSAFE" and "shell commands" in error["message"]
-    assert "--allow llama-server-tools" in error["remedy"]
+    # No --allow lets a recipe give the model a shell (the old remedy named one --allow rejected).
+    assert "--allow" not in error["remedy"] and "fix the recipe" in error["remedy"]
 
 
 def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):

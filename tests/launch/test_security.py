@@ -16,7 +16,7 @@ UNSAFE = {
     "kind": "docker",
     "image": "example/engine:1",
     "container_port": 8000,
-    "args": ["--privileged", "-v", "/:/host"],
+    "args": ["--privileged", "-v", "/srv/models:/host"],
 }
 
 
@@ -35,7 +35,11 @@ def test_up_refuses_privileged_and_a_root_bind_mount_naming_both(tmp_path):
 def test_the_dry_run_shows_the_refusal_too(tmp_path):
     path = write_recipe(tmp_path, "unsafe", UNSAFE)
     done = rigbook("up", str(path), "--dry-run")
-    assert done.returncode == 2 and "error[E_UNSAFE]" in done.stdout and "-v /:/host" in done.stdout
+    assert (
+        done.returncode == 2
+        and "error[E_UNSAFE]" in done.stdout
+        and "-v /srv/models:/host" in done.stdout
+    )
 
 
 def test_allowing_both_by_name_gets_past_the_refusal(tmp_path):
@@ -91,3 +95,28 @@ def test_shell_metacharacters_in_env_and_argv_stay_literal(tmp_path):
     assert printed == [repr(evil), repr(evil)]
     assert not canary.exists() and (tmp_path / "keep").is_dir()
     assert engine_for("script_repo").starts_process
+
+
+def test_an_option_the_table_does_not_list_runs_only_with_allow_option(tmp_path):
+    launch = {"kind": "vllm", "model": "org/model", "args": ["--brand-new-flag", "3"]}
+    path = write_recipe(tmp_path, "new-option", launch)
+    done = rigbook("up", str(path), "--dry-run", "--json", "--models-dir", str(tmp_path))
+    plan = json.loads(done.stdout)
+    refused = [f for s in plan["steps"] for f in s["findings"] if f["code"] == "E_UNSAFE"]
+    assert done.returncode == 2 and len(refused) == 1
+    assert "--allow-option --brand-new-flag" in refused[0]["remedy"]
+    done = rigbook(
+        "up",
+        str(path),
+        "--dry-run",
+        "--allow-option",
+        "--brand-new-flag",
+        "--models-dir",
+        str(tmp_path),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "allowed by you: --allow-option --brand-new-flag" in done.stdout
+    assert "--brand-new-flag 3" in done.stdout
+    # `--allow` itself takes no option name: it says which flag does.
+    done = rigbook("up", str(path), "--dry-run", "--allow", "--brand-new-flag")
+    assert done.returncode == 2 and "--allow-option" in done.stderr + done.stdout

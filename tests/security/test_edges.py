@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rigbook.cli.app import app
-from rigbook.errors import RigbookError
+from rigbook.errors import LaunchError, RigbookError
 from rigbook.launch.planner import build_plan
 from rigbook.recipe import load_recipe_file
 from rigbook.rig.model import load_rig
@@ -68,7 +68,6 @@ def test_allowing_an_undocumented_variable_by_name_lets_it_through(sandbox):
 @pytest.mark.parametrize(
     "launch",
     [
-        {"kind": "vllm", "model": "org/model", "args": ["--gpu-memory-utilization"]},
         {"kind": "sglang", "model": "org/model", "args": ["--max-model-len"]},
         {"kind": "docker", "image": "example/engine:1", "env": {"PORT": "²"}},
         {"kind": "docker", "image": "example/engine:1", "env": {"PORT": "99999999999999999999"}},
@@ -82,6 +81,14 @@ def test_recipes_that_crashed_plan_now_plan(launch, sandbox, tmp_path):
         assert "-p" in plan.command.argv and plan.command.argv[
             plan.command.argv.index("-p") + 1
         ].endswith(":8000")
+
+
+def test_an_option_without_its_value_is_a_coded_refusal(sandbox, tmp_path):
+    launch = {"kind": "vllm", "model": "org/model", "args": ["--gpu-memory-utilization"]}
+    recipe = load_recipe_file(str(write_recipe(tmp_path, "crashed", launch, gpus=1)))
+    with pytest.raises(LaunchError) as caught:
+        build_plan(recipe, rig=load_rig(RIG_2X), models_dir=sandbox / "models")
+    assert caught.value.code == "E_UNSAFE" and "needs a value" in caught.value.message
 
 
 def test_a_symlinked_weights_folder_is_never_mounted(sandbox, tmp_path):

@@ -27,7 +27,7 @@ from rigbook.launch.docker_args import parse_options
 from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.planner import build_plan
 from rigbook.launch.rules.env import SELECTION, env_dangers, never
-from rigbook.launch.rules.options import option_dangers
+from rigbook.launch.rules.table import table_dangers
 from rigbook.launch.run import run_plan
 from rigbook.launch.safety import docker_dangers
 from rigbook.recipe import load_recipe_file
@@ -257,24 +257,34 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     argv = record["argv"]
     added = {k: v for k, v in record["env"].items() if inherited.get(k) != v}
     for name, value in added.items():
-        assert not never(name) or name in {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}, (
+        assert not never(name) or name in {
+            "CUDA_VISIBLE_DEVICES",
+            "CUDA_DEVICE_ORDER",
+            "VLLM_HOST_IP",
+        }, (
             name,
             value,
         )
     for name in SELECTION & set(added):
         assert name in {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"}
-    recipe_set = {k: v for k, v in added.items() if k not in {*GPU_ENV_DEFAULTS, *SELECTION}}
-    home = Path(inherited["RIGBOOK_HOME"])
-    assert env_dangers(recipe_set, roots=[home.parent / "models", home]) == []
     program = Path(argv[0]).name
+    models = Path(inherited["RIGBOOK_HOME"]).parent / "models"
+    # rigbook's own: the GPU selection and multicast defaults, vLLM's listener address.
+    own = {*GPU_ENV_DEFAULTS, *SELECTION, "VLLM_HOST_IP"}
+    recipe_set = {k: v for k, v in added.items() if k not in own}
+    assert env_dangers(recipe_set, kind=program if program == "vllm" else None) == []
     if program == "docker" and argv[1] == "run":
         options, _image_at = parse_options(argv[2:], stop_at_positional=True)
         items = [t for o in options for t in o.tokens]
         # rigbook's own name-only `-e` items pass its multicast-off defaults through.
         own = {"ipc-host", *(f"env:{name}" for name in GPU_ENV_DEFAULTS)}
-        assert [d for d in docker_dangers(items, gpus={"0", "1"}) if d.allow not in own] == []
+        assert [
+            d for d in docker_dangers(items, gpus={"0", "1"}, roots=[models]) if d.allow not in own
+        ] == []
     elif program == "vllm":
-        assert option_dangers("vllm", argv[3:]) == []
+        # The recipe's args come before rigbook's own --host, --port (and served name).
+        recipe_args = argv[3 : len(argv) - 1 - argv[::-1].index("--host")]
+        assert table_dangers("vllm", recipe_args) == []
     assert not any("\x00" in a for a in argv)
 
 

@@ -17,7 +17,12 @@ from __future__ import annotations
 import shutil
 from typing import ClassVar
 
-from rigbook.launch.docker_args import drop_docker_options
+from rigbook.launch.docker_args import (
+    DockerRun,
+    WeightsMount,
+    drop_docker_options,
+    split_model_options,
+)
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
@@ -99,13 +104,18 @@ class DockerEngine(Engine):
             if (repo := artifact_repo(artifact)) and artifact.pin
         }
 
-    def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
+    def weights(self, recipe: Recipe, target: Target) -> list[WeightsMount]:
         """Fetched weights, mounted read-only at /models/ORG/NAME."""
         pins = {artifact_repo(a): a.pin for a in recipe.artifacts if artifact_repo(a) and a.pin}
         return [
-            item
+            WeightsMount(host=str(weights_dir(target.models_dir, repo, pins[repo])), target=inside)
             for repo, inside in self.mounted(recipe).items()
-            for item in ("-v", f"{weights_dir(target.models_dir, repo, pins[repo])}:{inside}:ro")
+        ]
+
+    def weights_mounts(self, recipe: Recipe, target: Target) -> list[str]:
+        """The weights mounts as ``-v`` options, for the same bind rules as the recipe's own."""
+        return [
+            item for m in self.weights(recipe, target) for item in ("-v", f"{m.host}:{m.target}:ro")
         ]
 
     def mounted_env(self, recipe: Recipe, spec: DockerLaunch) -> dict[str, str]:
@@ -130,20 +140,29 @@ class DockerEngine(Engine):
             )
         ]
 
-    def command(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> LaunchCommand:
-        args, _ = self.mapped_args(spec, target)
-        argv = ["docker", "run", "--rm", "--name", container_name(target)]
-        if target.gpus:
-            argv += ["--gpus", docker_gpus(target)]
-        if not self.network_host(target):
-            argv += ["-p", f"{target.host}:{target.port}:{self.container_port(spec)}"]
-        argv += args + self.weights_mounts(recipe, target)
-        env = {**spec.env, **self.mounted_env(recipe, spec)}
-        argv += [item for key, value in env.items() for item in ("-e", f"{key}={value}")]
-        # Name-only `-e KEY`: docker copies the value from rigbook's environment into the container.
+    def run_model(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> DockerRun:
+        """The typed model of this launch; its argv is the only docker argv rigbook runs."""
+        fields, rest = split_model_options(self.mapped_args(spec, target)[0])
+        env = {**fields.pop("env"), **spec.env, **self.mounted_env(recipe, spec)}
+        # Name-only `-e KEY`: docker copies the value from rigbook's environment into the
+        # container.
         extra = gpu_env_defaults() if target.gpus else {}
-        argv += [item for key in extra if key not in spec.env for item in ("-e", key)]
-        return LaunchCommand(argv=[*argv, spec.image], env=extra)
+        publish = f"{target.host}:{target.port}:{self.container_port(spec)}"
+        return DockerRun(
+            image=spec.image,
+            name=container_name(target),
+            gpus=docker_gpus(target) if target.gpus else None,
+            publish=None if self.network_host(target) else publish,
+            weights=self.weights(recipe, target),
+            env=env,
+            copy_env=[key for key in extra if key not in spec.env],
+            options=rest,
+            **fields,
+        )
+
+    def command(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> LaunchCommand:
+        argv = self.run_model(recipe, spec, target).argv()
+        return LaunchCommand(argv=argv, env=gpu_env_defaults() if target.gpus else {})
 
     def dangers(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[Danger]:
         # Checked after mapping (a replaced `--network host` is no longer asked for), with the
@@ -151,7 +170,7 @@ class DockerEngine(Engine):
         # mounts, which pass the same bind rules as the recipe's own.
         gpus = {str(g.index) for g in target.gpus} | {g.uuid for g in target.gpus if g.uuid}
         args = self.mapped_args(spec, target)[0] + self.weights_mounts(recipe, target)
-        return env_dangers(spec.env, roots=[], container=True) + docker_dangers(
+        return env_dangers(spec.env, container=True) + docker_dangers(
             args, gpus=gpus, roots=[target.models_dir]
         )
 

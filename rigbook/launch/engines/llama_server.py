@@ -21,7 +21,6 @@ from rigbook.launch.engines.llama_cpp import gguf_path
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
-from rigbook.launch.rules import Danger
 from rigbook.recipe.schema import LlamaServerLaunch, Recipe
 
 PROGRAM = "llama-server"
@@ -51,46 +50,6 @@ FLAGS = {
     "--cont-batching",
     "-nocb",
     "--no-cont-batching",
-}
-
-# llama-server options that hand the model (or whoever reaches the port) the host; allowed only by name.
-DANGEROUS = {
-    "--tools": (
-        "llama-server-tools",
-        "--tools lets the model run shell commands and read and write files here",
-    ),
-    "--tools-runtime": (
-        "llama-server-tools",
-        "--tools-runtime runs the model's tools in a container or over SSH",
-    ),
-    "--mcp-servers-config": (
-        "llama-server-mcp",
-        "--mcp-servers-config starts MCP servers the model can call",
-    ),
-    "--mcp-servers-json": (
-        "llama-server-mcp",
-        "--mcp-servers-json starts MCP servers the model can call",
-    ),
-    "--ui-mcp-proxy": (
-        "llama-server-mcp",
-        "--ui-mcp-proxy proxies the web UI's requests to any MCP server",
-    ),
-    "--webui-mcp-proxy": (
-        "llama-server-mcp",
-        "--webui-mcp-proxy proxies the web UI's requests to any MCP server",
-    ),
-    "--media-path": (
-        "llama-server-files",
-        "--media-path serves files of a folder here to requests by file:// URL",
-    ),
-    "--slot-save-path": (
-        "llama-server-files",
-        "--slot-save-path lets requests write KV-cache files into a folder",
-    ),
-    "--props": (
-        "llama-server-props",
-        "--props lets any client change the server's settings through POST /props",
-    ),
 }
 
 
@@ -190,12 +149,6 @@ class LlamaServerEngine(Engine):
         argv += ["--n-gpu-layers", str(layers) if target.gpus else "0"]
         env = {**gpu_env_defaults(), **cuda_env(target)} if target.gpus else cuda_env(target)
         return LaunchCommand(argv=argv + kept, env=env)
-
-    def dangers(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[Danger]:
-        names = {a.split("=", 1)[0] for a in spec.args}
-        return super().dangers(recipe, spec, target) + [
-            Danger(*DANGEROUS[n]) for n in DANGEROUS if n in names
-        ]
 
     def notes(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> list[str]:
         _, dropped = drop_mapped(spec.args)

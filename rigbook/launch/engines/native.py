@@ -8,6 +8,7 @@ from typing import ClassVar
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import StepKind, Target
+from rigbook.launch.rules import Danger
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
@@ -25,6 +26,13 @@ class NativeEngine(Engine):
             if artifact_repo(artifact) == spec.model and artifact.pin:
                 return str(weights_dir(target.models_dir, spec.model, artifact.pin))
         return spec.model
+
+    def dangers(self, recipe: Recipe, spec, target: Target) -> list[Danger]:
+        # The weights folder the command will name is resolved here too, so that `check` (which
+        # builds no command) refuses a pinned folder that leads out of the models folder, as
+        # `plan` does.
+        self.local_model(recipe, spec, target)
+        return super().dangers(recipe, spec, target)
 
     def env(self, spec: VllmLaunch | SglangLaunch, target: Target) -> dict[str, str]:
         """Multicast-off defaults, then the recipe's env, then the GPUs this launch uses."""

@@ -15,7 +15,6 @@ import shutil
 from typing import ClassVar
 
 from rigbook.errors import InputError
-from rigbook.home import rigbook_home
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, gpu_env_defaults
@@ -107,9 +106,7 @@ class ScriptRepoEngine(Engine):
         # The script's own knobs: its drafter variable and what its dry run sets.
         own = {*spec.dry_run_env, *([spec.drafter_env] if spec.drafter_env else [])}
         env = {**spec.dry_run_env, **spec.env}
-        return env_dangers(env, roots=[target.models_dir, rigbook_home()], own=own) + shell_dangers(
-            spec.start
-        )
+        return env_dangers(env, kind=self.kind, own=own) + shell_dangers(spec.start)
 
     def notes(self, recipe: Recipe, spec: ScriptRepoLaunch, target: Target) -> list[str]:
         pinned = (
