@@ -18,7 +18,9 @@ _NOISE = {"nvidia", "edition", "geforce", "tesla", "quadro", "generation"}
 _MEMORY_SIZE = re.compile(r"(\d+)gb")
 _MEMORY_TYPE = re.compile(r"(hbm\d*e?|g?ddr\d*x?)")
 # A model some names write short: there is one RTX PRO 6000, the Blackwell one.
-_ALIASES = {("rtx", "pro", "6000"): ("rtx", "pro", "6000", "blackwell")}
+_ALIASES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("rtx", "pro", "6000"): ("rtx", "pro", "6000", "blackwell")
+}
 # NVML names the SXM board of these cards without saying SXM: "NVIDIA H100 80GB HBM3" (the PCIe card is
 # "NVIDIA H100 PCIe", the NVL one "NVIDIA H100 NVL"), "NVIDIA H800 80GB HBM3", "NVIDIA H200", "NVIDIA B200".
 _SXM_WHEN_UNNAMED: dict[tuple[str, ...], str | None] = {
@@ -56,7 +58,7 @@ def parse_card(name: str, reported: bool = False) -> CardName:
     kind = next((t for t in tokens if _MEMORY_TYPE.fullmatch(t)), None)
     words = [t for t in tokens if not _MEMORY_SIZE.fullmatch(t) and not _MEMORY_TYPE.fullmatch(t)]
     variant = {v for t in words for v in _VARIANTS if re.fullmatch(v + r"\d*", t)}
-    model = tuple(t for t in words if not _is_variant(t))
+    model: tuple[str, ...] = tuple(t for t in words if not _is_variant(t))
     model = _ALIASES.get(model, model)
     if reported and not variant and model in _SXM_WHEN_UNNAMED:
         needs = _SXM_WHEN_UNNAMED[model]
