@@ -94,12 +94,12 @@ def plan_claims(
     claimed = sorted({p.concurrency for p in source.points})
     if levels is None:
         levels = claimed or list(chosen.concurrency)
-        if not claimed:
-            assumed.append(
-                f"the recipe states no performance claim: measured at the {chosen.name} profile's "
-                f"levels {', '.join(str(c) for c in levels)}, with nothing to compare against"
-            )
-    elif claimed and set(levels) != set(claimed):
+    if not claimed:
+        assumed.append(
+            f"the recipe states no performance claim: measured at levels "
+            f"{', '.join(str(c) for c in levels)}, with nothing to compare against"
+        )
+    elif set(levels) != set(claimed):
         assumed.append(
             f"levels {', '.join(str(c) for c in levels)} asked for; the claims are at "
             f"{', '.join(str(c) for c in claimed)}"

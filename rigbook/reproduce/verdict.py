@@ -133,18 +133,22 @@ def verdict_rows(
     return rows, pair
 
 
+_WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
+
+
 def contrast(result: BenchResult) -> str | None:
     """The seeds' contrast in one line: one request alone against the most at once, or None without both."""
     points = {p.concurrency: p for p in result.perf_points if p.decode_tok_s and p.concurrency}
     if 1 not in points or len(points) < 2:
         return None
     top = max(points)
+    many_words = _WORDS.get(top, str(top))
     one, many = points[1].decode_tok_s or 0.0, points[top].decode_tok_s or 0.0
     each = points[top].per_request_decode_tok_s_median
     each_text = f", {each:.1f} tok/s each" if each is not None else ""
     return (
-        f"one request alone: {one:.1f} tok/s; {top} at once: {many:.1f} tok/s together "
+        f"one request alone: {one:.1f} tok/s; {many_words} at once: {many:.1f} tok/s together "
         f"({many / one:.2f}x){each_text}: the engine serves more in total while each user's own rate falls"
         if each is not None and each < one
-        else f"one request alone: {one:.1f} tok/s; {top} at once: {many:.1f} tok/s together ({many / one:.2f}x){each_text}"
+        else f"one request alone: {one:.1f} tok/s; {many_words} at once: {many:.1f} tok/s together ({many / one:.2f}x){each_text}"
     )

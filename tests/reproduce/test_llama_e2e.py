@@ -74,7 +74,7 @@ def test_reproduce_the_embedded_recipe_ends_with_a_verdict_table(tmp_path: Path)
     assert f"LIVE on port {port}" in done.stdout
     assert "claims against this rig" in done.stdout and "measured [95 % CI]" in done.stdout
     assert "cell concurrency 1: aggregate" in done.stdout
-    assert "one request alone:" in done.stdout and "2 at once:" in done.stdout
+    assert "one request alone:" in done.stdout and "two at once:" in done.stdout
     assert f"stopped {EMBEDDED_SLUG}" in done.stderr
     assert gone(port)
     assert json.loads(rigbook("status", "--json").stdout) == []
