@@ -90,6 +90,9 @@ def reproduce(
         min=1,
         help="Requests in each repeat of a level (default: the profile's).",
     ),
+    stall_timeout: float = typer.Option(
+        None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."
+    ),
     ci_target: float = typer.Option(
         2.0,
         "--ci-target",
@@ -124,6 +127,7 @@ def reproduce(
             concurrency=_levels(concurrency),
             max_tokens=max_tokens,
             requests=requests,
+            stall_timeout_s=stall_timeout,
             ci_target_pct=ci_target,
             max_repeats=max_repeats,
             max_level_s=max_level_s,

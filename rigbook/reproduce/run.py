@@ -54,6 +54,9 @@ class ReproduceRequest(BaseModel):
         default=None, ge=1, description="Default: the claims' reply length."
     )
     requests: int | None = Field(default=None, ge=1, description="Requests per repeat of a level.")
+    stall_timeout_s: float | None = Field(
+        default=None, gt=0, description="Seconds of silence that fail a request (the profile's)."
+    )
     ci_target_pct: float = Field(default=DEFAULT_TARGET_PCT, gt=0)
     max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=3)
     max_level_s: float | None = Field(default=DEFAULT_MAX_LEVEL_S, gt=0)
@@ -204,6 +207,7 @@ def _measure_and_compare(
                 concurrency=claims.levels,
                 max_tokens=claims.max_tokens,
                 requests=request.requests,
+                stall_timeout_s=request.stall_timeout_s,
                 client=request.client,
                 ci_target_pct=request.ci_target_pct,
                 max_repeats=request.max_repeats,
