@@ -109,7 +109,7 @@ def interval_lines(result: BenchResult) -> list[str]:
     """One line per repeated level: both rates with their intervals, the repeats and why they ended."""
     return [
         f"concurrency {lv.concurrency}: aggregate {describe(lv.aggregate_tok_s)}; per-request median "
-        f"{describe(lv.per_request_decode_tok_s_median)}; {lv.repeats} repeats, "
+        f"{describe(lv.per_request_decode_tok_s_median)}; {lv.repeats} repeat{'' if lv.repeats == 1 else 's'}, "
         f"target ±{lv.target_pct:g} %, {_STOPPED[lv.stopped_by]}"
         for lv in result.intervals
     ]
