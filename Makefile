@@ -92,8 +92,11 @@ setup-vllm: $(VLLM_MODEL)/SHA256SUMS
 	@echo "vLLM ready: RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python rigbook up \\"
 	@echo "  smollm2-135m-instruct-on-cpu-vllm --models-dir $(VLLM_MODELS_DIR)"
 
+# The whole loop on the embedded recipe, named outright (an unattended run never picks a GPU recipe):
+# check, up, smoke, bench with intervals, verdict table, down; it ends with the seeds' contrast.
 demo: setup
-	RIGBOOK_BIN=$(BIN)/rigbook bash scripts/demo.sh
+	$(BIN)/rigbook reproduce smollm2-135m-instruct-q4-1-on-cpu-llama-cpp --yes \
+	  --profile quick --concurrency 1,4 --requests 4 --out demo-out
 
 # The vLLM end-to-end tests (tests/launch/test_vllm_e2e.py) find the engine and
 # its model through these two variables.

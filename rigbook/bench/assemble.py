@@ -8,7 +8,15 @@ from typing import TypeVar
 
 from rigbook import __version__
 from rigbook.bench.metrics import buffered_requests
-from rigbook.bench.result import BenchResult, Cell, Conditions, RequestRecord, RunTelemetry
+from rigbook.bench.repeats import counted
+from rigbook.bench.result import (
+    BenchResult,
+    Cell,
+    Conditions,
+    LevelInterval,
+    RequestRecord,
+    RunTelemetry,
+)
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
 T = TypeVar("T")
@@ -65,6 +73,43 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
     )
 
 
+def level_point(
+    cells: list[Cell], level: LevelInterval, cond: Conditions, extra: dict
+) -> PerfPoint | None:
+    """One level's repeated cells as one perf point: each rate is the mean over the counted repeats
+    (the centre of its interval), the rest as the first counted repeat states it."""
+    good = counted(cells)
+    if not good:
+        return None
+    point = perf_point(good[0], cond, extra)
+    agg, med = level.aggregate_tok_s, level.per_request_decode_tok_s_median
+    energy = [e for c in good if (e := c.telemetry.energy_j_per_token) is not None]
+    shown = ", ".join(
+        f"{name} 95 % CI ±{iv.half_width_pct:.1f} %"
+        for name, iv in (("decode_tok_s", agg), ("per_request_decode_tok_s_median", med))
+        if iv is not None and iv.half_width_pct is not None
+    )
+    note = f"mean of {len(good)} repeated waves" + (f" ({shown})" if shown else "")
+    assert point.conditions is not None
+    return point.model_copy(
+        update={
+            "decode_tok_s": agg.mean if agg else point.decode_tok_s,
+            "per_request_decode_tok_s_median": med.mean
+            if med
+            else point.per_request_decode_tok_s_median,
+            "notes": f"{point.notes}; {note}",
+            "conditions": point.conditions.model_copy(
+                update={
+                    # Only where every counted repeat read its energy.
+                    "energy_j_per_token": statistics.fmean(energy)
+                    if len(energy) == len(good)
+                    else None
+                }
+            ),
+        }
+    )
+
+
 def assemble(
     cond: Conditions,
     cells: list[Cell],
@@ -74,15 +119,26 @@ def assemble(
     journal: str | None,
     extra: dict | None = None,
     warmup: list[RequestRecord] | None = None,
+    intervals: list[LevelInterval] | None = None,
 ) -> BenchResult:
     """The hashed result. Invalid or client-bound cells, and cells with replies that came in one
     piece (W_STREAM_BUFFERED: their TTFT is the whole reply), are kept but never become perf
-    points. Warmup records are kept only when none succeeded: they are then the only evidence."""
-    points = [
-        perf_point(c, cond, extra or {})
-        for c in cells
-        if c.valid and not c.client_bound and not buffered_requests(c.requests)
-    ]
+    points. Warmup records are kept only when none succeeded: they are then the only evidence.
+    With ``intervals`` (repeated cells) each level is one point, the mean of its repeats."""
+    if intervals:
+        found = [
+            level_point(
+                [c for c in cells if c.concurrency == lv.concurrency], lv, cond, extra or {}
+            )
+            for lv in intervals
+        ]
+        points = [p for p in found if p is not None]
+    else:
+        points = [
+            perf_point(c, cond, extra or {})
+            for c in cells
+            if c.valid and not c.client_bound and not buffered_requests(c.requests)
+        ]
     failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
     return BenchResult(
         conditions=cond,
@@ -92,4 +148,5 @@ def assemble(
         warnings=warnings,
         journal=journal,
         warmup=failed_warmup,
+        intervals=intervals or [],
     ).with_hash()

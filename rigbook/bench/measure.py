@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rigbook.bench.client import Target
 from rigbook.bench.clients import ClientChoice, resolve
+from rigbook.bench.repeats import DEFAULT_MAX_REPEATS, DEFAULT_TARGET_PCT, RepeatPolicy
 from rigbook.bench.result import BenchResult
 from rigbook.errors import InputError, RigbookError
 
@@ -62,6 +63,21 @@ class MeasureRequest(BaseModel):
         description="Which client streams the requests: compiled (a reader thread in C with the "
         "kernel's receive stamps), python (asyncio, stamped at each read), or auto: compiled "
         "where it was built and the endpoint is plain HTTP.",
+    )
+    ci_target_pct: float | None = Field(
+        default=None,
+        gt=0,
+        description="Repeat each level's cell (whole waves) until the 95 % confidence interval of "
+        "its aggregate and median per-request rate is within this many percent of the mean; "
+        "default: run each level once, with no interval.",
+    )
+    max_repeats: int | None = Field(
+        default=None,
+        ge=3,
+        description="Cap on a level's repeats (default 10); implies a CI target.",
+    )
+    max_level_s: float | None = Field(
+        default=None, gt=0, description="Cap on a level's seconds of repeats; implies a CI target."
     )
     recipe: str | None = Field(default=None, description="Recipe slug or file the server runs.")
     out: Path | None = Field(
@@ -159,6 +175,21 @@ def _rig_and_sampler(url: str, telemetry: bool):
     return rig, rig_why, Sampler(reader, reader_why)
 
 
+def repeat_policy(request: MeasureRequest) -> RepeatPolicy | None:
+    """The repeat policy the request asks for, or None when it asks for none."""
+    if (
+        request.ci_target_pct is None
+        and request.max_repeats is None
+        and request.max_level_s is None
+    ):
+        return None
+    return RepeatPolicy(
+        target_pct=request.ci_target_pct or DEFAULT_TARGET_PCT,
+        max_repeats=request.max_repeats or DEFAULT_MAX_REPEATS,
+        max_level_s=request.max_level_s,
+    )
+
+
 def default_out() -> Path:
     """Where a result goes when the caller names no file."""
     from rigbook.home import state_dir
@@ -247,6 +278,7 @@ async def measure_async(
         stall_timeout_s=request.stall_timeout_s,
         workers=request.workers,
         client=request.client,
+        repeat=repeat_policy(request),
         recipe_slug=request.recipe,
         out=target,
         **_recipe_facts(request.recipe),

@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from rigbook.bench.curves import curves, left_out_note
 from rigbook.bench.plots import plot_throughput, plot_ttft
+from rigbook.bench.repeats import interval_lines
 from rigbook.bench.result import BenchResult
 
 # What each chart shows, as its alt text and caption (docs/report.md has the longer story).
@@ -112,7 +113,7 @@ def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
             ("TTFT", left_out_note(drawn.ttft_left_out)),
         )
         if note is not None
-    ]
+    ] + [f"95 % confidence interval at {line}" for line in interval_lines(result)]
     page = env.get_template(f"report.{fmt}").render(r=result, captions=captions, notes=notes)
     report = out_dir / f"report.{fmt}"
     report.write_text(page, encoding="utf-8")

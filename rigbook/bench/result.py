@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigbook import hashing
+from rigbook.bench.intervals import Interval
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
@@ -321,6 +322,32 @@ class Cell(Model):
         default=None, description="The engine's own counters, where it has them."
     )
     requests: list[RequestRecord] = Field(default_factory=list)
+    repeat: int | None = Field(
+        default=None,
+        description="Which repeat of its level this cell is (0, 1, …) when the run repeats cells "
+        "for an interval; None when each level ran once.",
+    )
+
+
+class LevelInterval(Model):
+    """The 95 % confidence intervals of one concurrency level's rates, over its repeated cells."""
+
+    concurrency: int
+    repeats: int = Field(
+        description="Cells the level ran; the intervals use the valid ones that were not client-bound."
+    )
+    aggregate_tok_s: Interval | None = Field(
+        default=None, description="Over each valid cell's aggregate tok/s."
+    )
+    per_request_decode_tok_s_median: Interval | None = Field(
+        default=None, description="Over each valid cell's median per-request decode rate."
+    )
+    target_pct: float = Field(description="The half-width asked for, percent of the mean.")
+    met: bool = Field(description="Both intervals are within the target.")
+    stopped_by: Literal["target", "repeats", "time", "signal", "invalid"] = Field(
+        description="What ended the repeats: the target met, the cap on repeats or on seconds, "
+        "a stop signal, or a cell with failed requests."
+    )
 
 
 class ProfileRef(Model):
@@ -401,6 +428,10 @@ class BenchResult(Model):
     warmup: list[RequestRecord] = Field(
         default_factory=list, description="Warmup requests (cell -1), kept when none succeeded."
     )
+    intervals: list[LevelInterval] = Field(
+        default_factory=list,
+        description="Per level, the 95 % confidence intervals over repeated cells (runs with a CI target).",
+    )
     content_hash: str | None = None
 
     def hashed_body(self) -> dict:
@@ -440,6 +471,8 @@ LATER_FIELDS = frozenset(
         "end_late_worst_ms",
         "next_request_late_worst_ms",
         "unstamped_reads",
+        "repeat",
+        "intervals",
     }
 )
 

@@ -28,11 +28,13 @@ from rigbook.bench.clients import CellClient, ClientChoice, open_client, resolve
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import buffered_requests, build_cell, to_record
 from rigbook.bench.profiles import Profile
+from rigbook.bench.repeats import RepeatPolicy, level_interval, stop_reason
 from rigbook.bench.result import (
     BenchResult,
     Cell,
     ClientLoad,
     Conditions,
+    LevelInterval,
     ProfileRef,
     RequestRecord,
     save_result,
@@ -70,6 +72,8 @@ class BenchSpec(BaseModel):
     workers: int | None = None
     # Which client streams the requests (rigbook.bench.clients): auto takes the compiled one.
     client: ClientChoice = "auto"
+    # Repeat each level's cell until its rates' 95 % intervals are this narrow (None: run each once).
+    repeat: RepeatPolicy | None = None
     recipe_slug: str | None = None
     recipe_revision: int | None = None
     recipe_engine: str | None = None
@@ -219,6 +223,7 @@ async def _run(
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
     warnings: list[str] = []
+    intervals: list[LevelInterval] = []
     try:
         warmup = await _warmup(
             plan, spec.warmup if spec.warmup is not None else p.warmup, stop, journal
@@ -231,29 +236,25 @@ async def _run(
             # Everything alive now lives for the whole run: keep the collector from walking it.
             gc.collect()
             gc.freeze()
-            for index, conc in enumerate(levels):
+            for conc in levels:
                 if stop.is_set():
                     break
-                cell = await _measure_cell(
-                    index, conc, spec, plan, sampler, journal, stop, progress, pool
-                )
-                cells.append(cell)
-                if cell.client_bound and cell.client:
-                    warnings.append(
-                        f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}"
+                level: list[Cell] = []
+                began = time.monotonic()
+                while True:
+                    repeat = len(level) if spec.repeat is not None else None
+                    cell = await _measure_cell(
+                        len(cells), conc, spec, plan, sampler, journal, stop, progress, pool, repeat
                     )
-                if cell.server and cell.server.mismatch:
-                    warnings.append(
-                        f"W_SERVER_COUNT: cell {index} (concurrency {conc}): the engine counted "
-                        f"{cell.server.generation_tokens:.0f} generated tokens, the client "
-                        f"{cell.server.client_tokens}"
-                    )
-                if buffered := buffered_requests(cell.requests):
-                    warnings.append(
-                        f"W_STREAM_BUFFERED: cell {index} (concurrency {conc}): {len(buffered)} "
-                        f"of {len(cell.requests)} replies came in one piece; their TTFT is the "
-                        "whole reply"
-                    )
+                    cells.append(cell)
+                    level.append(cell)
+                    warnings += _cell_warnings(cell)
+                    if spec.repeat is None:
+                        break
+                    why = stop_reason(level, spec.repeat, time.monotonic() - began, stop.is_set())
+                    if why is not None:
+                        intervals.append(level_interval(conc, level, spec.repeat, why))
+                        break
     finally:
         if pool is not None:
             pool.close()
@@ -273,11 +274,33 @@ async def _run(
         journal=jpath.name,
         extra=spec.extra,
         warmup=warmup,
+        intervals=intervals,
     )
     save_result(result, spec.out)
     journal.write("end", cut_short=cut)
     journal.close()
     return result
+
+
+def _cell_warnings(cell: Cell) -> list[str]:
+    found = []
+    if cell.client_bound and cell.client:
+        found.append(
+            f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): {cell.client.reason}"
+        )
+    if cell.server and cell.server.mismatch:
+        found.append(
+            f"W_SERVER_COUNT: cell {cell.index} (concurrency {cell.concurrency}): the engine counted "
+            f"{cell.server.generation_tokens:.0f} generated tokens, the client "
+            f"{cell.server.client_tokens}"
+        )
+    if buffered := buffered_requests(cell.requests):
+        found.append(
+            f"W_STREAM_BUFFERED: cell {cell.index} (concurrency {cell.concurrency}): "
+            f"{len(buffered)} of {len(cell.requests)} replies came in one piece; their TTFT is "
+            "the whole reply"
+        )
+    return found
 
 
 # How long a burst cell builds finished requests' records before letting the loop read again.
@@ -378,6 +401,7 @@ async def _measure_cell(
     stop: asyncio.Event,
     progress: Progress | None,
     pool: WorkerPool | None = None,
+    repeat: int | None = None,
 ) -> Cell:
     p, mode = spec.profile, plan.mode
     workers = cell_workers(conc, spec.workers) if pool is not None else 1
@@ -386,6 +410,7 @@ async def _measure_cell(
     journal.write(
         "cell_start",
         index=index,
+        repeat=repeat,
         mode=mode,
         concurrency=conc,
         requests_planned=requests,
@@ -523,7 +548,7 @@ async def _measure_cell(
         telemetry=telemetry,
         client=client,
         cut_short=stop.is_set(),
-    ).model_copy(update={"server": server})
+    ).model_copy(update={"server": server, "repeat": repeat})
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})

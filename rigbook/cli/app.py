@@ -16,6 +16,7 @@ from rigbook.cli import (
     launch,
     needle,
     recipes,
+    reproduce,
     rig,
 )
 from rigbook.cli.output import run_main
@@ -28,7 +29,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (recipes, rig, check, launch, bench, capacity, needle, agree, compare, hub, codes):
+for module in (
+    recipes,
+    rig,
+    check,
+    launch,
+    bench,
+    capacity,
+    needle,
+    agree,
+    compare,
+    reproduce,
+    hub,
+    codes,
+):
     module.register(app)
 
 

@@ -100,6 +100,26 @@ def register(app: typer.Typer) -> None:
             help="Which client streams the requests: compiled (C reader, kernel timestamps), "
             "python, or auto (compiled where built and the URL is http).",
         ),
+        ci_target: float = typer.Option(
+            None,
+            "--ci-target",
+            min=0.01,
+            help="Repeat each level (whole waves) until the 95 % confidence interval of its "
+            "aggregate and median per-request rate is within this many percent, e.g. 2 "
+            "(default: each level once, no interval).",
+        ),
+        max_repeats: int = typer.Option(
+            None,
+            "--max-repeats",
+            min=3,
+            help="Cap on a level's repeats (default 10); implies --ci-target 2 when it is not given.",
+        ),
+        max_level_s: float = typer.Option(
+            None,
+            "--max-level-seconds",
+            min=0.1,
+            help="Cap on a level's seconds of repeats; implies --ci-target 2 when it is not given.",
+        ),
         recipe: str = typer.Option(
             None,
             "--recipe",
@@ -116,6 +136,7 @@ def register(app: typer.Typer) -> None:
         with handled(as_json):
             from rigbook.bench.measure import MeasureRequest, measure
             from rigbook.bench.progress import LiveProgress, render_result
+            from rigbook.bench.repeats import interval_lines
             from rigbook.bench.workers import ceiling
 
             request = MeasureRequest(
@@ -130,6 +151,9 @@ def register(app: typer.Typer) -> None:
                 stall_timeout_s=stall_timeout,
                 workers=workers,
                 client=client,
+                ci_target_pct=ci_target,
+                max_repeats=max_repeats,
+                max_level_s=max_level_s,
                 recipe=recipe,
                 out=out,
             )
@@ -145,11 +169,18 @@ def register(app: typer.Typer) -> None:
                 "warnings": result.warnings,
                 "cells": [c.model_dump(mode="json", exclude={"requests"}) for c in result.cells],
                 "perf_points": [p.model_dump(mode="json") for p in result.perf_points],
+                "intervals": [i.model_dump(mode="json") for i in result.intervals],
                 "client_ceiling": top.model_dump(mode="json") if top else None,
             }
             if done.verdict:
                 summary["error"] = done.verdict.error().to_dict()
-            emit(summary, as_json, lambda: render_result(result, done.result_path))
+
+            def render() -> None:
+                for line in interval_lines(result):
+                    err_console.print(f"interval: {line}", markup=False, highlight=False)
+                render_result(result, done.result_path)
+
+            emit(summary, as_json, render)
             if done.verdict and as_json:  # one JSON document on stdout: the error is inside it
                 raise typer.Exit(done.verdict.error().exit_code)
             if done.verdict:

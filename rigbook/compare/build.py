@@ -1,7 +1,8 @@
 """Line perf points up and build the Comparison.
 
-Two points line up when their concurrencies are equal and their context lengths are
-equal or one is null (the context-length rule then adds an "unknown" caveat). Every
+Two points line up when their concurrencies are equal and their context lengths are of one
+class (:func:`rigbook.compare.rules.same_context`) or one is null (the context-length rule then
+adds an "unknown" caveat). Every
 pair of arguments is compared, in the order given: A is the earlier argument and each
 ratio is A's figure as a percentage of B's.
 """
@@ -15,7 +16,13 @@ from rigbook.capacity.slo import canonical_slo
 from rigbook.compare.derived import derive
 from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.quality import quality_pairs
-from rigbook.compare.rules import judge
+from rigbook.compare.rules import (
+    CONTEXT_TOLERANCE,
+    SHORT_CONTEXT,
+    context_label,
+    judge,
+    same_context,
+)
 from rigbook.compare.sources import load_source
 from rigbook.compare.verdict import aspect_verdicts, summarise
 from rigbook.errors import InputError
@@ -29,15 +36,17 @@ def _same_slo(a: str | None, b: str | None) -> bool:
     return (canonical_slo(a) or a.strip()) == (canonical_slo(b) or b.strip())
 
 
+def _same_context(a: ComparedPoint, b: ComparedPoint) -> bool:
+    return (
+        a.context_len is None or b.context_len is None or same_context(a.context_len, b.context_len)
+    )
+
+
 def _lines_up(a: ComparedPoint, b: ComparedPoint) -> bool:
     if a.slo is not None or b.slo is not None:
         # A capacity lines up with another capacity measured under the same SLO, whatever its users.
-        return _same_slo(a.slo, b.slo) and (
-            a.context_len is None or b.context_len is None or a.context_len == b.context_len
-        )
-    return a.concurrency == b.concurrency and (
-        a.context_len is None or b.context_len is None or a.context_len == b.context_len
-    )
+        return _same_slo(a.slo, b.slo) and _same_context(a, b)
+    return a.concurrency == b.concurrency and _same_context(a, b)
 
 
 def _pct(a: float | None, b: float | None) -> float | None:
@@ -45,7 +54,7 @@ def _pct(a: float | None, b: float | None) -> float | None:
 
 
 def _label(p: ComparedPoint) -> str:
-    ctx = f", context {p.context_len}" if p.context_len is not None else ""
+    ctx = f", context {context_label(p.context_len)}" if p.context_len is not None else ""
     return f"concurrency {p.concurrency}{ctx}"
 
 
@@ -144,6 +153,31 @@ def distinct_names(sources: list[Source]) -> list[Source]:
     return [s.model_copy(update={"name": n}) for s, n in zip(sources, names, strict=True)]
 
 
+def _why_nothing_lines_up(sources: list[Source]) -> tuple[str, str]:
+    """The message and remedy for no pair lining up: what the sources do not share."""
+    shared = [
+        c
+        for a, b in combinations(sources, 2)
+        for c in {p.concurrency for p in a.points} & {q.concurrency for q in b.points}
+        if c is not None
+    ]
+    tolerance = (
+        f"context lengths match when both are short (up to {SHORT_CONTEXT} tokens) or the longer is "
+        f"at most {CONTEXT_TOLERANCE:g}x the shorter"
+    )
+    if shared:
+        levels = ", ".join(str(c) for c in sorted(set(shared)))
+        return (
+            f"no perf points line up: the sources share concurrency {levels}, but not a context "
+            f"length there ({tolerance})",
+            "Compare results measured with prompts of the same length class; each source's points are listed.",
+        )
+    return (
+        "no perf points line up: no two sources share a concurrency level",
+        "Compare results measured at the same concurrency levels; each source's levels are listed.",
+    )
+
+
 def compare_sources(sources: list[Source]) -> Comparison:
     """Every pair of sources; at least one pair must line up somewhere."""
     sources = distinct_names(sources)
@@ -164,10 +198,11 @@ def compare_sources(sources: list[Source]) -> Comparison:
             ],
         )
     if not any(p.points or p.quality for p in pairs):
+        message, remedy = _why_nothing_lines_up(sources)
         raise InputError(
             "E_NOT_COMPARABLE",
-            "no perf points line up: none share a concurrency (and context length)",
-            "Compare results measured at the same concurrency levels; each source's levels are listed.",
+            message,
+            remedy,
             details=[f"{s.name}: " + "; ".join(_label(p) for p in s.points) for s in sources],
         )
     return Comparison(sources=sources, pairs=pairs)

@@ -68,6 +68,29 @@ def _card_variant(name: str | None) -> str | None:
     return primary_variant(parse_card(name)) if name else None
 
 
+# Context is a class, never an exact token count: a bench writes the median prompt length (74 one run,
+# 75 the next) and a recipe may write 1 for "a short chat prompt".
+SHORT_CONTEXT = 512  # tokens; every prompt up to this long is "short"
+CONTEXT_TOLERANCE = (
+    1.25  # longer prompts match when the longer is at most this many times the shorter
+)
+
+
+def same_context(a: int, b: int) -> bool:
+    """Whether two context lengths are of one class: both short, or within the tolerance of each other."""
+    if a <= SHORT_CONTEXT and b <= SHORT_CONTEXT:
+        return True
+    low, high = sorted((a, b))
+    return low > 0 and high <= CONTEXT_TOLERANCE * low
+
+
+def context_label(n: int) -> str:
+    """'short (74)' or '~32k (32768)': the class, with the length the point states."""
+    if n <= SHORT_CONTEXT:
+        return f"short ({n})"
+    return f"~{max(1, round(n / 1024))}k ({n})"
+
+
 def _measured(claimed_by: str | None) -> str | None:
     if not claimed_by:
         return None
@@ -107,6 +130,8 @@ class Rule:
     special: Special | None = None
     # Judged only when both sides state it: only bench results carry it, so a recipe's silence is no gap.
     both_stated: bool = False
+    # Whether two known values count as equal; plain equality unless set.
+    same: Callable[[Hashable, Hashable], bool] | None = None
 
 
 def _c(p: ComparedPoint):
@@ -122,7 +147,14 @@ RULES: tuple[Rule, ...] = (
         WORK,
         show=lambda p, m: str(_c(p).workload),
     ),
-    Rule("context_len", "context length", lambda p, m: p.context_len, WORK),
+    Rule(
+        "context_len",
+        "context length",
+        lambda p, m: p.context_len,
+        WORK,
+        show=lambda p, m: context_label(p.context_len or 0),
+        same=lambda a, b: isinstance(a, int) and isinstance(b, int) and same_context(a, b),
+    ),
     Rule(
         "gpu_count",
         "GPU count",
@@ -297,7 +329,8 @@ def judge(
         elif va is None or vb is None:
             kind = "unknown_one_side"
         else:
-            kind = "equal" if va == vb else "differs"
+            alike = rule.same(va, vb) if rule.same else va == vb
+            kind = "equal" if alike else "differs"
         special = kind == "differs" and rule.special is not None and rule.special.holds(va, vb)
         outcomes[rule.name] = Outcome(
             rule=rule.name,

@@ -25,7 +25,7 @@ def test_three_sources_give_every_pair():
     # The seed's points state context 1, the guide's none: they line up, with the unknown as a caveat.
     mixed = pairs[1]
     assert [p["concurrency"] for p in mixed["points"]] == [1, 4]
-    assert mixed["unmatched_a"] == ["concurrency 8, context 1"]
+    assert mixed["unmatched_a"] == ["concurrency 8, context short (1)"]
 
 
 def test_bad_format_and_too_few_sources():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rigbook.preflight.context import CheckContext, gpu_list
 from rigbook.preflight.finding import Finding
 from rigbook.preflight.memory_need import memory_need
-from rigbook.rig.cards import parse_card, primary_variant, variant_label
+from rigbook.rig.cards import card_difference, model_label, parse_card
 from rigbook.rig.model import Gpu
 
 
@@ -36,40 +36,40 @@ def check_count(ctx: CheckContext, asked: list[int] | None) -> list[Finding]:
 
 
 def check_model(ctx: CheckContext) -> list[Finding]:
-    """E_GPU_MODEL for a different card; W_GPU_VARIANT for a sibling variant (Max-Q vs Workstation)."""
+    """E_GPU_MODEL for a different card; W_GPU_VARIANT for a sibling variant (Max-Q vs Workstation) or memory size."""
     cards = [h.card for h in ctx.recipe.hardware if h.card]
     if not cards or not ctx.gpus:
         return []
     wanted = [parse_card(c) for c in cards]
     wrong: dict[str, list[int]] = {}
     variant: dict[str, list[int]] = {}
+    why: dict[str, str] = {}
     for gpu in ctx.gpus:
-        have = parse_card(gpu.name or "")
-        same_model = [w for w in wanted if w.model == have.model]
-        if not same_model:
-            wrong.setdefault(gpu.name or "an unnamed GPU", []).append(gpu.index)
-        elif all(
-            primary_variant(w) and primary_variant(w) != primary_variant(have) for w in same_model
-        ):
-            variant.setdefault(gpu.name or "", []).append(gpu.index)
+        name = gpu.name or "an unnamed GPU"
+        have = parse_card(gpu.name or "", reported=True)
+        differences = [card_difference(have, w) for w in wanted]
+        if None in differences:
+            continue
+        same_model = [d for w, d in zip(wanted, differences, strict=True) if w.model == have.model]
+        (variant if same_model else wrong).setdefault(name, []).append(gpu.index)
+        why[name] = " or ".join(d for d in (same_model or differences) if d)
     findings = [
         Finding.make(
             "E_GPU_MODEL",
-            f"{gpu_list(idx)}: {name}; the recipe is for {' or '.join(cards)}",
+            f"{gpu_list(idx)}: {name}; the recipe is for {' or '.join(cards)} ({why[name]})",
             gpus=idx,
         )
         for name, idx in wrong.items()
     ]
-    for name, idx in variant.items():
-        have_variant = variant_label(parse_card(name))
-        want = " or ".join(variant_label(w) for w in wanted)
-        findings.append(
-            Finding.make(
-                "W_GPU_VARIANT",
-                f"{gpu_list(idx)}: {name} is the {have_variant} variant; the recipe's card is {' or '.join(cards)} ({want})",
-                gpus=idx,
-            )
+    findings += [
+        Finding.make(
+            "W_GPU_VARIANT",
+            f"{gpu_list(idx)}: {name} is the {model_label(parse_card(name, reported=True))} the recipe asks for, "
+            f"but {why[name]} (the recipe's card is {' or '.join(cards)})",
+            gpus=idx,
         )
+        for name, idx in variant.items()
+    ]
     return findings
 
 

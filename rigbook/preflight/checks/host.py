@@ -74,7 +74,8 @@ def _present_bytes(models_dir: Path, repo: str | None, pin: str | None) -> int:
 
 
 def check_disk(ctx: CheckContext) -> list[Finding]:
-    """E_DISK when the weights still to download are larger than the free space in the models dir."""
+    """E_DISK when the weights still to download are larger than the free space in the models dir:
+    this machine's ``models_dir`` for a live rig, the saved document's reading for a saved one."""
     sized = [a for a in ctx.recipe.artifacts if a.size_bytes]
     if not sized:
         return []
@@ -88,10 +89,14 @@ def check_disk(ctx: CheckContext) -> list[Finding]:
         need -= sum(_present_bytes(Path(disk.path), artifact_repo(a), a.pin) for a in sized)
     if need <= disk.free_bytes:
         return []
+    # A saved rig is judged by its own reading of its models folder, on the machine it describes:
+    # the message says so, since that folder is not this machine's.
+    machine = ctx.rig.host.hostname or "its machine"
+    where = "" if ctx.rig.live else f" (the saved rig's reading on {machine}, not this machine)"
     return [
         Finding.make(
             "E_DISK",
-            f"weights need {need / _GB:.1f} GB; {disk.path} has {disk.free_bytes / _GB:.1f} GB free",
+            f"weights need {need / _GB:.1f} GB; {disk.path} has {disk.free_bytes / _GB:.1f} GB free{where}",
         )
     ]
 

@@ -1,0 +1,224 @@
+"""`rigbook reproduce`: a thin wrapper over rigbook.reproduce."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Literal
+
+import typer
+
+from rigbook.cli.bench import _levels, _stop_on_signals
+from rigbook.cli.launch import (
+    DrafterOption,
+    GpusOption,
+    ModelsDirOption,
+    PortOption,
+    RigOption,
+    render_findings_and_command,
+    render_live,
+    render_plan,
+)
+from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.errors import InputError, RigbookError
+from rigbook.home import dry_run_from_env
+from rigbook.launch.plan import Plan
+from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
+
+
+def _confirmer(yes: bool, as_json: bool):
+    def confirm(plan: Plan) -> bool:
+        if yes:
+            if not as_json:
+                render_findings_and_command(plan)
+            return True
+        if not sys.stdin.isatty():
+            raise InputError("E_CONFIRM", "not a terminal and --yes not given; nothing was started")
+        render_plan(plan)
+        return typer.confirm(f"Start {plan.target.name} and bench it?", default=False)
+
+    return confirm
+
+
+def _dry_run_steps(request) -> list[str]:
+    from rigbook.reproduce.run import plan_reproduction
+
+    _, claims = plan_reproduction(request)
+    return [
+        f"bench {claims.profile} profile at concurrency {', '.join(str(c) for c in claims.levels)}, "
+        f"{claims.max_tokens}-token replies, each level repeated until its 95 % interval is within "
+        f"±{request.ci_target_pct:g} % (at most {request.max_repeats} repeats"
+        + (f" or {request.max_level_s:g} s a level)" if request.max_level_s else ")"),
+        f"compare with {len(claims.claims.points)} claim(s) of the recipe; verdict table",
+        "stop the engine; leave result, comparison and report in one folder",
+        *[f"assumed: {a}" for a in claims.assumed],
+    ]
+
+
+def reproduce(
+    recipe: str = typer.Argument(..., help="A recipe: catalog slug, file or hub URL."),
+    rig: Path = RigOption,
+    gpus: str = GpusOption,
+    port: str = PortOption,
+    models_dir: Path = ModelsDirOption,
+    drafter: str = DrafterOption,
+    name: str = typer.Option(None, "--name", help="Name of the launch (default: the recipe slug)."),
+    timeout: float = typer.Option(
+        DEFAULT_READY_TIMEOUT, "--timeout", help="Seconds to wait for readiness."
+    ),
+    allow: list[str] = typer.Option(
+        [], "--allow", help="Allow one dangerous option by name (repeatable), e.g. privileged."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask for confirmation (for scripts)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
+    ),
+    profile: str = typer.Option(
+        None, "--profile", help="Bench profile (default: seed, the seed guide's conditions)."
+    ),
+    concurrency: str = typer.Option(
+        None, "--concurrency", help="Levels, e.g. 1,4 (default: the claims' levels)."
+    ),
+    max_tokens: int = typer.Option(
+        None, "--max-tokens", min=1, help="Reply length (default: the claims', else the profile's)."
+    ),
+    requests: int = typer.Option(
+        None,
+        "--requests",
+        min=1,
+        help="Requests in each repeat of a level (default: the profile's).",
+    ),
+    stall_timeout: float = typer.Option(
+        None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."
+    ),
+    ci_target: float = typer.Option(
+        2.0,
+        "--ci-target",
+        min=0.01,
+        help="Repeat each level until the 95 % interval of its rates is within this many percent.",
+    ),
+    max_repeats: int = typer.Option(10, "--max-repeats", min=3, help="Cap on a level's repeats."),
+    max_level_s: float = typer.Option(
+        300.0, "--max-level-seconds", min=0.1, help="Cap on a level's seconds of repeats."
+    ),
+    client: Literal["auto", "compiled", "python"] = typer.Option(
+        "auto", "--client", help="Which client streams the requests (as for `rigbook bench`)."
+    ),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        help="Folder for the result, comparison and report (default: RIGBOOK_HOME/reproductions/…).",
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop."""
+    from rigbook.reproduce.render import render
+    from rigbook.reproduce.run import ReproduceRequest
+    from rigbook.reproduce.run import reproduce as run_reproduction
+
+    dry = dry_run or dry_run_from_env()
+    with handled(as_json):
+        request = ReproduceRequest(
+            recipe=recipe,
+            out_dir=out,
+            profile=profile,
+            concurrency=_levels(concurrency),
+            max_tokens=max_tokens,
+            requests=requests,
+            stall_timeout_s=stall_timeout,
+            ci_target_pct=ci_target,
+            max_repeats=max_repeats,
+            max_level_s=max_level_s,
+            client=client,
+            rig=rig,
+            gpus=gpus,
+            port=port,
+            models_dir=models_dir,
+            drafter=drafter,
+            name=name,
+            allow=allow,
+            timeout=timeout,
+            unattended=yes and not dry,
+        )
+        if dry:
+            from rigbook.launch.api import make_plan
+
+            _, made = make_plan(
+                recipe,
+                rig=rig,
+                probe=False,
+                gpus=gpus,
+                port=port,
+                models_dir=models_dir,
+                drafter=drafter,
+                name=name,
+                allow=allow,
+                timeout=timeout,
+                dry_run=True,
+            )
+            steps = _dry_run_steps(request)
+
+            def show() -> None:
+                render_plan(made)
+                for line in steps:
+                    console.print(f"then: {line}", markup=False, highlight=False, soft_wrap=True)
+
+            emit({"plan": made, "then": steps}, as_json, show)
+            if made.blocking:
+                raise typer.Exit(2)
+            return
+
+        def note(line: str) -> None:
+            if not as_json:
+                err_console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+        def on_live(live) -> None:
+            if not as_json:
+                render_live(live)
+
+        live_progress = None
+        if not as_json:
+            from rigbook.bench.progress import LiveProgress
+
+            live_progress = LiveProgress(enabled=True)
+        signalled: list[int] = []
+
+        def guard():
+            from contextlib import contextmanager
+
+            @contextmanager
+            def inner():
+                with _stop_on_signals() as stop:
+                    if live_progress is not None:
+                        with live_progress:
+                            yield stop
+                    else:
+                        yield stop
+                    if stop.signum is not None:
+                        signalled.append(stop.signum)
+
+            return inner()
+
+        rep = run_reproduction(
+            request,
+            confirm=_confirmer(yes, as_json),
+            note=note,
+            on_live=on_live,
+            bench_progress=live_progress.update if live_progress else None,
+            bench_guard=guard,
+        )
+        emit(rep, as_json, lambda: render(rep, console))
+        if rep.verdict_error:
+            err = RigbookError(rep.verdict_error["code"], rep.verdict_error["message"])
+            if as_json:  # one JSON document on stdout: the error is inside it
+                raise typer.Exit(err.exit_code)
+            raise err
+        if signalled:
+            raise typer.Exit(128 + signalled[0])
+
+
+def register(app: typer.Typer) -> None:
+    """Add `reproduce` to the main app."""
+    app.command("reproduce")(reproduce)
