@@ -97,6 +97,7 @@ ALLOW_NAMES = {
     "join-container",
     "trust-remote-code",
     "shell",
+    "no-sandbox",
 }
 
 

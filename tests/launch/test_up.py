@@ -108,6 +108,9 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
             "--json",
             "--allow",
             "env:MARK",
+            # The mark is written outside the script's folder, which the sandbox would hide.
+            "--allow",
+            "no-sandbox",
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
