@@ -252,7 +252,7 @@ def build_plan(
     )
     dangers = refused(target_dangers(recipe, target), set(target.allow))
     refuse_unless_allowed([d for d in dangers if d.allow is None], set())
-    command = confine(engine, recipe, spec, target, engine.command(recipe, spec, target))
+    command = confine(spec.kind, target, engine.command(recipe, spec, target))
     url = engine.url(spec, target)
     model_id = engine.model_id(recipe, spec)
 

@@ -19,14 +19,10 @@ which ports it binds. The wrapped argv is part of the plan, so the user reads wh
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import subprocess
+import sys
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
 
 from rigbook.errors import LaunchError
 from rigbook.home import rigbook_home
@@ -34,13 +30,8 @@ from rigbook.launch.placeholders import GPU_ENV_DEFAULTS
 from rigbook.launch.plan import LaunchCommand, Target
 from rigbook.launch.rules import Danger
 from rigbook.paths import inside, real
+from rigbook.preflight.checks.sandbox import ALLOW, ISOLATION, NATIVE_KINDS, availability, probe
 
-#: Launch kinds that start a program on this host (docker has its own isolation, external none).
-NATIVE_KINDS = frozenset({"llama_server", "llama_cpp", "vllm", "sglang", "script_repo"})
-#: The `--allow` name that runs a native engine without the sandbox.
-ALLOW = "no-sandbox"
-#: The bubblewrap program; RIGBOOK_BWRAP names another (a path), e.g. one built by hand.
-BWRAP_ENV = "RIGBOOK_BWRAP"
 #: The user's variables an engine gets: none of them holds a secret.
 HOST_ENV = (
     "PATH",
@@ -61,93 +52,6 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 #: Homes: hidden; the engine's own home is its folder under RIGBOOK_HOME.
 HOMES = ("/home", "/root")
-
-
-# Namespaces and capabilities; the network namespace stays the host's (rigbook reaches the engine
-# on loopback).
-_ISOLATION = [
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--cap-drop",
-    "ALL",
-]
-
-
-class Availability(BaseModel):
-    """Whether native engines can be sandboxed here: the program, or why not."""
-
-    ok: bool
-    program: str | None = None
-    reason: str | None = None
-
-
-def bwrap_program() -> str | None:
-    """The bubblewrap program: ``RIGBOOK_BWRAP``, else ``bwrap`` on PATH."""
-    named = os.environ.get(BWRAP_ENV)
-    if named:
-        return named
-    return shutil.which("bwrap")
-
-
-def _namespaces_refused() -> str | None:
-    """Why this kernel refuses user namespaces to an unprivileged bubblewrap, or None."""
-    for knob, refused in (
-        ("/proc/sys/user/max_user_namespaces", "0"),
-        ("/proc/sys/kernel/unprivileged_userns_clone", "0"),
-    ):
-        try:
-            if Path(knob).read_text().strip() == refused:
-                return f"{knob} is {refused}"
-        except OSError:
-            continue
-    return None
-
-
-def availability() -> Availability:
-    """Whether bubblewrap is installed and this kernel lets it make namespaces (read from files:
-    `plan` and a dry run start no process; :func:`probe` tries it for real)."""
-    program = bwrap_program()
-    if program is None:
-        return Availability(ok=False, reason="bubblewrap (bwrap) is not installed")
-    if not os.access(program, os.X_OK):
-        return Availability(ok=False, reason=f"{program} is not an executable program")
-    setuid = bool(os.stat(program).st_mode & 0o4000)
-    why = None if os.geteuid() == 0 or setuid else _namespaces_refused()
-    if why:
-        return Availability(ok=False, reason=f"user namespaces are off ({why})")
-    return Availability(ok=True, program=program)
-
-
-@functools.lru_cache(maxsize=8)
-def _tried(program: str) -> str | None:
-    # The options every launch uses, on a command that does nothing: a container's seccomp policy
-    # or a security module against namespaces fails here, before the engine's log would say it.
-    try:
-        done = subprocess.run(
-            [program, *_ISOLATION, "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{program} could not run: {exc}"
-    if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or [f"status {done.returncode}"])[-1]
-    return None
-
-
-def probe() -> Availability:
-    """:func:`availability`, then bubblewrap run once for real (the result is kept)."""
-    found = availability()
-    if not found.ok or found.program is None:
-        return found
-    why = _tried(found.program)
-    if why:
-        return Availability(ok=False, reason=f"{found.program} cannot make a sandbox here: {why}")
-    return found
 
 
 def sandbox_dangers(kind: str) -> list[Danger]:
@@ -252,7 +156,7 @@ def wrap(command: LaunchCommand, target: Target, *, reads: list[Path]) -> Launch
     # Only what lies in a hidden folder needs binding again; the rest of / is readable as it is.
     shown = [r for r in dict.fromkeys(real(p) for p in reads) if any(inside(h, r) for h in hidden)]
     resolv = real("/etc/resolv.conf")  # often a link into /run, which is private here
-    argv = [program, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv = [program, *ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # A fresh /dev (no terminal of the user's); the GPUs, and InfiniBand for NCCL, bound back.
     for device in [*sorted(Path("/dev").glob("nvidia*")), Path("/dev/infiniband")]:
         if device.exists():
@@ -274,25 +178,22 @@ def wrap(command: LaunchCommand, target: Target, *, reads: list[Path]) -> Launch
     )
 
 
-def confine(
-    engine: Any, recipe: Any, spec: Any, target: Target, command: LaunchCommand | None
-) -> LaunchCommand | None:
+def confine(kind: str, target: Target, command: LaunchCommand | None) -> LaunchCommand | None:
     """The engine's command inside the sandbox (unchanged: no command, not a native kind, or
-    ``--allow no-sandbox``; where no sandbox can be made, the plan refuses the launch)."""
-    if command is None or not sandboxed(spec.kind, target):
+    ``--allow no-sandbox``; where no sandbox can be made, the plan refuses the launch).
+
+    It reads its weights in the models folder (the rules keep a recipe's model paths there), its
+    program's venv or folder, and rigbook's own venv (a model shipped in a package, such as the
+    embedded one), each with the Python it was made from (pyenv and uv keep theirs in your home).
+    """
+    if command is None or not sandboxed(kind, target):
         return command
-    # The program's venv or folder, and the Python it was made from (pyenv and uv keep theirs in
-    # your home).
+    path = os.environ.get("PATH", SYSTEM_PATH)
     reads = [
         target.models_dir,
-        *program_roots(command.argv[0], os.environ.get("PATH", SYSTEM_PATH)),
+        *program_roots(command.argv[0], path),
+        *program_roots(sys.executable, path),
     ]
-    if hasattr(engine, "model_path"):
-        reads.append(engine.model_path(spec, target))
-    if hasattr(engine, "local_model"):
-        model = Path(engine.local_model(recipe, spec, target))
-        if model.is_absolute():
-            reads.append(model)
     return wrap(command, target, reads=reads)
 
 

@@ -14,6 +14,7 @@ import pytest
 from rigbook.launch import sandbox
 from rigbook.launch.planner import build_plan
 from rigbook.launch.supervisor import start
+from rigbook.preflight.checks.sandbox import BWRAP_ENV
 from rigbook.recipe import load_recipe_file
 from tests.launch.helpers import RIG_2X, rigbook, write_recipe
 
@@ -143,7 +144,7 @@ def test_where_no_sandbox_can_be_made_native_kinds_are_refused_unless_allowed(tm
         "native",
         {"kind": "llama_server", "model_path": "${MODELS_DIR}/m.gguf"},
     )
-    env = {sandbox.BWRAP_ENV: str(tmp_path / "no-bwrap")}
+    env = {BWRAP_ENV: str(tmp_path / "no-bwrap")}
     planned = rigbook("plan", str(path), "--json", env=env)
     assert planned.returncode == 2, planned.stderr
     findings = [f for s in json.loads(planned.stdout)["steps"] for f in s["findings"]]
@@ -169,3 +170,43 @@ def test_a_docker_recipe_gets_no_bubblewrap(tmp_path):
     assert planned.returncode == 0, planned.stdout
     command = json.loads(planned.stdout)["command"]
     assert command["argv"][:2] == ["docker", "run"] and command["sandbox"] == []
+
+
+ENGINE = """#!{python}
+import os
+print("engine ran from", os.path.dirname(os.path.abspath(__file__)))
+try:
+    open({keys!r}).read()
+    print("read the keys")
+except OSError as exc:
+    print("keys:", type(exc).__name__)
+"""
+
+
+def test_an_engine_installed_in_the_home_runs_and_the_rest_of_the_home_stays_hidden(
+    tmp_path, fake_home, monkeypatch
+):
+    # A venv under ~ (as pyenv, uv or a user's own venv put them): bound in read-only, alone.
+    venv = fake_home / "venvs" / "llama"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    program = venv / "bin" / "llama-server"
+    keys = fake_home / ".ssh" / "authorized_keys"
+    program.write_text(ENGINE.format(python=sys.executable, keys=str(keys)))
+    program.chmod(0o755)
+    monkeypatch.setenv("RIGBOOK_LLAMA_SERVER", str(program))
+    path = write_recipe(
+        tmp_path, "home-engine", {"kind": "llama_server", "model_path": "${MODELS_DIR}/m.gguf"}
+    )
+    plan = build_plan(load_recipe_file(str(path)), models_dir=tmp_path / "models")
+    assert plan.command is not None and plan.command.argv[0] == str(program)
+    items = plan.command.sandbox
+    binds = {items[i + 1] for i, item in enumerate(items[:-1]) if item == "--ro-bind-try"}
+    assert str(venv) in binds and str(fake_home) not in binds
+    log = tmp_path / "engine.log"
+    proc = start(plan.command, log)
+    assert proc.wait(timeout=60) == 0, log.read_text()
+    assert log.read_text().splitlines() == [
+        f"engine ran from {venv / 'bin'}",
+        "keys: FileNotFoundError",
+    ]

@@ -96,7 +96,7 @@ class ScriptRepoEngine(Engine):
                 argv=spec.start, env={**spec.dry_run_env, **self.env(spec, target)}, cwd=str(folder)
             )
             # The dry run is the script's own code too: in the same sandbox as its start.
-            own = confine(self, recipe, spec, target, own) or own
+            own = confine(spec.kind, target, own) or own
             details.append(f"then the script's own dry run: {own.shown}")
             commands.append(own)
         return [step(StepKind.engine, "engine: the recipe's script repository", details, commands)]
