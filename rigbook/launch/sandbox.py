@@ -154,7 +154,8 @@ def wrap(command: LaunchCommand, target: Target, *, reads: list[Path]) -> Launch
     env = _env(command, folder)
     hidden = _hidden()
     # Only what lies in a hidden folder needs binding again; the rest of / is readable as it is.
-    shown = [r for r in dict.fromkeys(real(p) for p in reads) if any(inside(h, r) for h in hidden)]
+    hid = [r for r in dict.fromkeys(real(p) for p in reads) if any(inside(h, r) for h in hidden)]
+    shown = [r for r in hid if not any(o != r and inside(o, r) for o in hid)]
     resolv = real("/etc/resolv.conf")  # often a link into /run, which is private here
     argv = [program, *ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # A fresh /dev (no terminal of the user's); the GPUs, and InfiniBand for NCCL, bound back.
