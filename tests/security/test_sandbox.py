@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rigbook.errors import LaunchError
 from rigbook.launch import sandbox
 from rigbook.launch.planner import build_plan
 from rigbook.launch.supervisor import start
@@ -210,3 +211,25 @@ def test_an_engine_installed_in_the_home_runs_and_the_rest_of_the_home_stays_hid
         f"engine ran from {venv / 'bin'}",
         "keys: FileNotFoundError",
     ]
+
+
+def test_a_bubblewrap_that_cannot_make_namespaces_stops_up_and_check_says_why(
+    tmp_path, monkeypatch
+):
+    # Installed, but refused by the kernel or a container's seccomp policy: found when tried.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(BWRAP_ENV, str(fake))
+    plan, _ = _script_plan(tmp_path, [], [])
+    assert plan.command is not None and plan.command.sandbox[0] == str(fake)
+    with pytest.raises(LaunchError) as caught:
+        start(plan.command, tmp_path / "probe.log")
+    assert caught.value.code == "E_UNSAFE" and "No permissions" in caught.value.message
+    assert "--allow no-sandbox" in (caught.value.remedy or "")
+    path = write_recipe(
+        tmp_path, "tried", {"kind": "llama_server", "model_path": "${MODELS_DIR}/m.gguf"}
+    )
+    checked = rigbook("check", str(path), "--json")
+    found = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "W_SANDBOX"]
+    assert len(found) == 1 and "No permissions" in found[0]["message"]
