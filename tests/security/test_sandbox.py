@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from rigbook.errors import LaunchError
+from rigbook.errors import LaunchError, RigbookError
 from rigbook.launch import sandbox
 from rigbook.launch.planner import build_plan
+from rigbook.launch.run import run_fetch_steps
 from rigbook.launch.supervisor import start
 from rigbook.preflight.checks.sandbox import BWRAP_ENV
 from rigbook.recipe import load_recipe_file
 from tests.launch.helpers import RIG_2X, rigbook, write_recipe
+from tests.launch.test_up import git_repo
 
 SECRET = "hf_" + uuid.uuid4().hex
 KEYS = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM6 owner@laptop\n"
@@ -233,3 +235,27 @@ def test_a_bubblewrap_that_cannot_make_namespaces_stops_up_and_check_says_why(
     checked = rigbook("check", str(path), "--json")
     found = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "W_SANDBOX"]
     assert len(found) == 1 and "No permissions" in found[0]["message"]
+
+
+def test_the_scripts_own_dry_run_runs_in_the_sandbox_too(tmp_path, fake_home):
+    keys = fake_home / ".ssh" / "authorized_keys"
+    code = f"open({str(keys)!r}, 'a').write('planted')\n"
+    url, commit, _ = git_repo(tmp_path, {"dry.py": code})
+    launch = {
+        "kind": "script_repo",
+        "git_url": url,
+        "commit": commit,
+        "start": [sys.executable, "dry.py"],
+        "dry_run_env": {"DRY_RUN": "1"},
+    }
+    recipe = load_recipe_file(str(write_recipe(tmp_path, "dry", launch)))
+    plan = build_plan(recipe, models_dir=tmp_path / "models")
+    dry = next(s for s in plan.steps if s.kind == "engine").commands[-1]
+    assert dry.env["DRY_RUN"] == "1" and dry.sandbox[0].endswith("bwrap")
+    with pytest.raises(RigbookError) as caught:
+        run_fetch_steps(plan, progress=lambda message: None)
+    # The write failed inside (the home is not there), so the dry run failed, and the file is as it was.
+    assert caught.value.code == "E_ENGINE_EXIT" and "FileNotFoundError" in " ".join(
+        caught.value.details
+    )
+    assert keys.read_text() == KEYS
