@@ -123,7 +123,8 @@ def _hidden() -> list[Path]:
     """Folders replaced by an empty one: homes, the user's home, rigbook's state."""
     home = Path(os.path.expanduser("~"))
     paths = [Path(p) for p in HOMES] + [home, rigbook_home()]
-    return [p for p in dict.fromkeys(real(p) for p in paths) if p.exists()]
+    # A home of `/` (some service accounts) is not hidden: that would hide the system too.
+    return [p for p in dict.fromkeys(real(p) for p in paths) if p.exists() and p != Path("/")]
 
 
 def _env(command: LaunchCommand, folder: Path) -> dict[str, str]:
