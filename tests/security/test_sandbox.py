@@ -3,6 +3,7 @@ stays inside, with the option filter out of the way (the attack is added after e
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import sysconfig
@@ -259,3 +260,11 @@ def test_the_scripts_own_dry_run_runs_in_the_sandbox_too(tmp_path, fake_home):
         caught.value.details
     )
     assert keys.read_text() == KEYS
+
+
+def test_a_home_of_root_is_not_hidden(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", "/")
+    plan, _ = _script_plan(tmp_path, [], [])
+    assert plan.command is not None
+    items = plan.command.sandbox
+    assert ("--tmpfs", "/") not in set(itertools.pairwise(items))
