@@ -72,9 +72,10 @@ $(STAMP_TEST): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHO
 setup: $(STAMP_DEMO)
 setup-test: $(STAMP_TEST) system-deps
 
-# Chromium for the page tests and PostgreSQL for the database tests come from
-# Debian's packages; installed only where missing.
+# Chromium for the page tests, PostgreSQL for the database tests and bubblewrap (the sandbox
+# every native engine runs in) come from Debian's packages; installed only where missing.
 system-deps:
+	@command -v bwrap >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq bubblewrap >/dev/null; }
 	@command -v chromium >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq postgresql >/dev/null; }
 

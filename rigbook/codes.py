@@ -46,6 +46,7 @@ class Code(StrEnum):
     W_WEDGED = "W_WEDGED"
     W_LICENSE = "W_LICENSE"
     I_NO_GPU = "I_NO_GPU"
+    W_SANDBOX = "W_SANDBOX"
     E_UNSAFE = "E_UNSAFE"
     E_ENGINE_EXIT = "E_ENGINE_EXIT"
     E_NOT_READY = "E_NOT_READY"
@@ -304,6 +305,16 @@ _ALL = [
         "rig",
         "No NVIDIA GPU or driver was found on this machine.",
         "Only CPU recipes (the embedded default) can run here.",
+    ),
+    _c(
+        Code.W_SANDBOX,
+        "warning",
+        None,
+        "check",
+        "The recipe starts a native engine (llama.cpp, vLLM, SGLang, a script) and this machine "
+        "cannot run it in rigbook's sandbox: bubblewrap is missing or cannot make namespaces.",
+        "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`); or, if you trust the "
+        "recipe, run it unconfined with `--allow no-sandbox`.",
     ),
     # launch
     _c(

@@ -45,11 +45,18 @@ class LaunchCommand(BaseModel):
     argv: list[str]
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
+    sandbox: list[str] = Field(
+        default_factory=list,
+        description="The sandbox run in front of argv: bubblewrap and its options, then "
+        "`env -i` with the engine's whole environment.",
+    )
 
     @property
     def shown(self) -> str:
         """The command as a person would type it (env first), quoted for display only."""
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        if self.sandbox:  # the sandbox sets the whole env itself
+            return shlex.join([*self.sandbox, *self.argv])
         return (env + " " if env else "") + shlex.join(self.argv)
 
 

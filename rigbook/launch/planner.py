@@ -18,6 +18,7 @@ from rigbook.launch.safety import (
     refused,
     remedy_for,
 )
+from rigbook.launch.sandbox import confine
 from rigbook.launch.screen import target_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
@@ -251,7 +252,7 @@ def build_plan(
     )
     dangers = refused(target_dangers(recipe, target), set(target.allow))
     refuse_unless_allowed([d for d in dangers if d.allow is None], set())
-    command = engine.command(recipe, spec, target)
+    command = confine(spec.kind, target, engine.command(recipe, spec, target))
     url = engine.url(spec, target)
     model_id = engine.model_id(recipe, spec)
 

@@ -19,6 +19,7 @@ from rigbook.launch.engines import engine_for
 from rigbook.launch.logscan import log_size
 from rigbook.launch.plan import LaunchCommand, Plan, StepKind
 from rigbook.launch.safety import refuse_unless_allowed
+from rigbook.launch.sandbox import exec_argv
 from rigbook.launch.screen import target_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.supervisor import start, stop_group, wait_ready
@@ -75,7 +76,7 @@ def _run_step_command(command: LaunchCommand, progress: Progress) -> None:
     progress(f"$ {command.shown}")
     try:
         done = subprocess.run(
-            command.argv,
+            exec_argv(command),
             env={**os.environ, **command.env},
             cwd=command.cwd,
             stdin=subprocess.DEVNULL,

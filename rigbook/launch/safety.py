@@ -108,6 +108,7 @@ ALLOW_NAMES = {
     "join-container",
     "trust-remote-code",
     "shell",
+    "no-sandbox",
 }
 
 

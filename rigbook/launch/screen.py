@@ -9,6 +9,7 @@ from rigbook.home import rigbook_home
 from rigbook.launch.engines import engine_for
 from rigbook.launch.plan import GpuRef, Target
 from rigbook.launch.rules import Danger
+from rigbook.launch.sandbox import sandbox_dangers
 from rigbook.launch.spec import launch_spec
 from rigbook.recipe.schema import Recipe
 
@@ -18,7 +19,7 @@ def target_dangers(recipe: Recipe, target: Target) -> list[Danger]:
     too."""
     spec = launch_spec(recipe)
     try:
-        return engine_for(spec.kind).dangers(recipe, spec, target)
+        return engine_for(spec.kind).dangers(recipe, spec, target) + sandbox_dangers(spec.kind)
     except RigbookError as exc:
         if exc.code != "E_UNSAFE":
             raise

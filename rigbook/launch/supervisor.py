@@ -16,17 +16,19 @@ import psutil
 from rigbook.errors import LaunchError, RigbookError
 from rigbook.launch.logscan import LogPattern, explain_exit, read_tail, scan_lines
 from rigbook.launch.plan import LaunchCommand
+from rigbook.launch.sandbox import exec_argv
 
 POLL_S = 0.5
 
 
 def start(command: LaunchCommand, log_path: Path) -> subprocess.Popen:
-    """Start ``command`` (argv list, never a shell) in a new session, output appended to ``log_path``."""
+    """Start ``command`` (argv list, never a shell; inside its sandbox when it has one) in a new
+    session, output appended to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         try:
             return subprocess.Popen(
-                command.argv,
+                exec_argv(command),
                 env={**os.environ, **command.env},
                 cwd=command.cwd,
                 stdin=subprocess.DEVNULL,

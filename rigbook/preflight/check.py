@@ -14,6 +14,7 @@ from rigbook.preflight.checks.host import check_disk, check_docker, check_port, 
 from rigbook.preflight.checks.license import check_license
 from rigbook.preflight.checks.peers import check_p2p, check_topology
 from rigbook.preflight.checks.power import check_power
+from rigbook.preflight.checks.sandbox import check_sandbox
 from rigbook.preflight.context import CheckContext
 from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
@@ -106,6 +107,7 @@ def check_recipe(
         + check_disk(ctx)
         + check_port(ctx)
         + check_license(ctx)
+        + check_sandbox(ctx)
     )
     findings = sort_findings(findings)
     return CheckReport(

@@ -108,6 +108,9 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
             "--json",
             "--allow",
             "env:MARK",
+            # The mark is written outside the script's folder, which the sandbox would hide.
+            "--allow",
+            "no-sandbox",
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -248,7 +251,8 @@ def test_ctrl_c_during_the_smoke_test_says_so_and_stops_the_engine(tmp_path, rig
 
     import psutil
 
-    mark = tmp_path / "smoke.mark"
+    # In the script's clone: the one folder of its own that the sandbox lets it write.
+    mark = rigbook_home / "repos" / "hangs" / "smoke.mark"
     path = script_recipe(tmp_path, "hangs", HANGS_ON_SMOKE, env={"MARK": str(mark)})
     up = subprocess.Popen(
         [sys.executable, "-m", "rigbook", "up", str(path), "--yes", "--allow", "env:MARK"],

@@ -302,6 +302,8 @@ def _run(c: dict, sandbox: Path, fakes: Path, *, up: bool) -> None:
             port=c["port"],
             models_dir=sandbox / "models",
             name="fuzz",
+            # The fakes log to $FUZZ_LOG outside the engine's folder, which the sandbox hides.
+            allow=["no-sandbox"],
         )
         if up:
             run_plan(recipe, plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
@@ -354,7 +356,13 @@ def test_the_fakes_run_and_log_what_they_are_given(fuzz_env, fakes):
     }
     path = _recipe(fuzz_env, clean)
     recipe = load_recipe_file(str(path))
-    plan = build_plan(recipe, rig=load_rig(RIG_2X), models_dir=fuzz_env / "models", name="fuzz")
+    plan = build_plan(
+        recipe,
+        rig=load_rig(RIG_2X),
+        models_dir=fuzz_env / "models",
+        name="fuzz",
+        allow=["no-sandbox"],
+    )
     with pytest.raises(RigbookError) as caught:
         run_plan(recipe, plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
     assert caught.value.code == "E_ENGINE_EXIT"  # the fake exits at once

@@ -9,6 +9,7 @@ from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
 from rigbook.launch.plan import StepKind, Target
 from rigbook.launch.rules import Danger
+from rigbook.launch.sandbox import note as sandbox_note
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
@@ -59,7 +60,8 @@ class NativeEngine(Engine):
 
     def notes(self, recipe: Recipe, spec, target: Target) -> list[str]:
         _, dropped = drop_options(spec.args, self.mapped_options)
-        return [f"replaced author-side option: {d}" for d in dropped]
+        notes = [f"replaced author-side option: {d}" for d in dropped]
+        return [*notes, sandbox_note(spec.kind, target)]
 
     def missing(self, spec) -> str | None:
         return None if shutil.which(self.program) else f"`{self.program}` is not on PATH"

@@ -22,6 +22,7 @@ from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.launch.rules import Danger
 from rigbook.launch.rules.env import env_dangers
 from rigbook.launch.rules.shell import shell_dangers
+from rigbook.launch.sandbox import confine, engine_folder, sandboxed
 from rigbook.recipe.schema import Recipe, ScriptRepoLaunch
 
 
@@ -93,6 +94,8 @@ class ScriptRepoEngine(Engine):
             own = LaunchCommand(
                 argv=spec.start, env={**spec.dry_run_env, **self.env(spec, target)}, cwd=str(folder)
             )
+            # The dry run is the script's own code too: in the same sandbox as its start.
+            own = confine(spec.kind, target, own) or own
             details.append(f"then the script's own dry run: {own.shown}")
             commands.append(own)
         return [step(StepKind.engine, "engine: the recipe's script repository", details, commands)]
@@ -114,11 +117,19 @@ class ScriptRepoEngine(Engine):
             if spec.commit
             else "at whatever its branch head is when cloned"
         )
+        if sandboxed(spec.kind, target):
+            reach = (
+                "inside the sandbox: they can write only their checkout and their own folder "
+                f"({engine_folder(target)}), not read your home, and they can use your network"
+            )
+        else:
+            reach = (
+                f"with your rights (uid {os.getuid()}), without a sandbox: they can read and "
+                "change your files and use your network"
+            )
         notes = [
             f"TRUST: running a script repository runs its own files ({spec.git_url} {pinned}) "
-            f"with your rights (uid {os.getuid()}): they can read and change your files and use "
-            "your network. "
-            "Read them at that commit before you start it.",
+            f"{reach}. Read them at that commit before you start it.",
             f"the script chooses its own port ({target.port}) and model id",
         ]
         if spec.drafter_env:
