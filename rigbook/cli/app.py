@@ -13,6 +13,7 @@ from rigbook.cli import (
     codes,
     compare,
     hub,
+    key,
     launch,
     needle,
     recipes,
@@ -28,7 +29,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for module in (recipes, rig, check, launch, bench, capacity, needle, agree, compare, hub, codes):
+for module in (
+    recipes,
+    rig,
+    check,
+    launch,
+    bench,
+    capacity,
+    needle,
+    agree,
+    compare,
+    hub,
+    key,
+    codes,
+):
     module.register(app)
 
 

@@ -29,6 +29,7 @@ STATUS_OF_CODE = {
     "E_RATE_LIMIT": 429,
     "E_TOO_LARGE": 413,
     "E_DB": 503,
+    "E_RESULT_REPLAYED": 409,
 }
 
 

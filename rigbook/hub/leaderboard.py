@@ -29,11 +29,11 @@ from rigbook.hub.admission import MEASURED
 from rigbook.hub.models import BoardRow, StateRow
 from rigbook.recipe.schema import PerfPoint, Recipe
 
-VERIFIED: Final = "verified-from-journal"
+VERIFIED: Final = "consistent-with-journal"
 UNVERIFIED: Final = "measured-unverified"
 CLAIMED: Final = "claimed"
-Evidence = Literal["verified-from-journal", "measured-unverified", "claimed"]
-EvidenceFilter = Literal["verified-from-journal", "measured-unverified", "claimed", "measured"]
+Evidence = Literal["consistent-with-journal", "measured-unverified", "claimed"]
+EvidenceFilter = Literal["consistent-with-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
 
 
@@ -115,7 +115,7 @@ def is_measured(point: PerfPoint) -> bool:
 
 
 def evidence_of(point: PerfPoint) -> Evidence:
-    """``verified-from-journal`` when the hub recomputed the point from its requests, ``measured-unverified``
+    """``consistent-with-journal`` when the hub recomputed the point from its requests, ``measured-unverified``
     for another measured point, ``claimed`` for the rest."""
     if not is_measured(point):
         return CLAIMED

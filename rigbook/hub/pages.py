@@ -40,6 +40,7 @@ from rigbook.hub.leaderboard import (
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
+from rigbook.recipe.schema import PerfPoint
 
 templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -124,6 +125,18 @@ def slo_label(term: str | None) -> str | None:
     return KINDS[term].label if term in KINDS else term
 
 
+def signer_of(point: PerfPoint) -> str | None:
+    """Who signed a measured point's result, as the page says it ('signed ed25519:…', with 'key
+    revoked …' once revoked, or 'unsigned'); None for a claim."""
+    if not is_measured(point):
+        return None
+    extra = point.model_extra or {}
+    kid, revoked = extra.get("signed_by"), extra.get("signer_revoked_at")
+    if not isinstance(kid, str):
+        return "unsigned"
+    return f"signed {kid}" + (f", key revoked {revoked}" if isinstance(revoked, str) else "")
+
+
 def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
     recipe = parse_recipe(record, slug)
     points = [
@@ -132,6 +145,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
             "measured": is_measured(p),
             "evidence": evidence_of(p),
             "by": published_by(p),
+            "signer": signer_of(p),
             "conditions": shown_conditions(effective_conditions(recipe, p)),
         }
         for p in recipe.perf_points
@@ -142,6 +156,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
             "point": p,
             "evidence": evidence_of(p),
             "by": published_by(p),
+            "signer": signer_of(p),
             "terms": slo_terms(p.slo),
             "slo": slo_scope(p.slo, p.slo_profile).partition(SCOPE_JOIN)[0],
             "binding": slo_label(p.slo_binding),
