@@ -73,7 +73,15 @@ def _measure(url: str, out: Path, slo: str) -> CapacityResult:
         update={
             "conditions": result.bench.conditions.model_copy(
                 update={"recipe_slug": SLUG, "engine": "llama.cpp"}
-            )
+            ),
+            # a point states its run's engine (the hub checks it against the journal)
+            "perf_points": [
+                p.model_copy(
+                    update={"conditions": p.conditions.model_copy(update={"engine": "llama.cpp"})}
+                )
+                for p in result.bench.perf_points
+                if p.conditions is not None
+            ],
         }
     )
     points = [
