@@ -35,6 +35,8 @@ from rigbook.hub.leaderboard import (
     is_capacity,
     is_measured,
     published_by,
+    signer,
+    signer_revoked_at,
     slo_scope,
 )
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
@@ -130,11 +132,10 @@ def signer_of(point: PerfPoint) -> str | None:
     revoked …' once revoked, or 'unsigned'); None for a claim."""
     if not is_measured(point):
         return None
-    extra = point.model_extra or {}
-    kid, revoked = extra.get("signed_by"), extra.get("signer_revoked_at")
-    if not isinstance(kid, str):
+    kid, revoked = signer(point), signer_revoked_at(point)
+    if kid is None:
         return "unsigned"
-    return f"signed {kid}" + (f", key revoked {revoked}" if isinstance(revoked, str) else "")
+    return f"signed {kid}" + (f", key revoked {revoked}" if revoked else "")
 
 
 def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:

@@ -76,6 +76,9 @@ def test_a_signed_result_publishes_and_shows_its_signer(hub, key):
         kid
     }
     assert f"signed {kid}" in hub.client.get(f"/r/{SMALL_SLUG}").text
+    board = hub.client.get("/api/v1/leaderboard.json", params={"evidence": "measured"}).json()
+    assert {(e["signed_by"], e["signer_revoked_at"]) for e in board["items"]} == {(kid, None)}
+    assert f"signed {kid}" in hub.client.get("/leaderboard").text
     shown = hub.client.get(f"/api/v1/keys/{kid}").json()
     assert shown["public_key"] == public_key_of(key).public_key and shown["token"] == "test-1"
     with hub.app.state.sessions() as session:
@@ -136,6 +139,8 @@ def test_a_revoked_key_signs_nothing_new_and_its_points_are_marked_not_deleted(h
     signed = [p for p in record["perf_points"] if p.get("signed_by") == kid]
     assert len(signed) == 2 and all(p["signer_revoked_at"] for p in signed)
     assert "key revoked" in hub.client.get(f"/r/{SMALL_SLUG}").text
+    board = hub.client.get("/api/v1/leaderboard.json", params={"evidence": "measured"}).json()
+    assert {e["signer_revoked_at"] for e in board["items"]} == {done.json()["revoked_at"]}
     again = hub.client.post(f"/api/v1/keys/{kid}/revoke", headers=hub.auth)
     assert again.json()["points_marked"] == 0
     later = body_of(make_result(decode=(300.0, 800.0)))
