@@ -25,6 +25,7 @@ from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import token_name
 from rigbook.hub.cache import AnswerCache
+from rigbook.hub.freshness import VersionGate
 from rigbook.hub.keys import (
     KeyInfo,
     KeyRegistered,
@@ -126,6 +127,11 @@ def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def factory(request: Request) -> sessionmaker[Session]:
     return request.app.state.sessions
+
+
+def written(request: Request) -> VersionGate:
+    """The hub's write version as this worker knows it."""
+    return request.app.state.version
 
 
 def client_address(request: Request) -> str:
@@ -286,13 +292,20 @@ def cached_answer(request: Request, etag: str, body: bytes | str | None) -> Resp
 
 @router.get("/recipes/{slug}.json", response_model=Recipe, responses=answers(304, *READ_STATUSES))
 def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
-    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision."""
-    with sessions() as session:
-        found = repo.get_record_text(session, slug)
-    if found is None:
-        raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
-    no, digest, text = found
-    return cached_answer(request, f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text)
+    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision.
+    Served from the worker's memory while the hub's write version stands (docs/hub.md)."""
+    cache: AnswerCache[tuple[str, bytes]] = request.app.state.recipe_cache
+    key = f"{slug}@{written(request).version()}"
+    hit = cache.get(key)
+    if hit is None:
+        with sessions() as session:
+            found = repo.get_record_text(session, slug)
+        if found is None:
+            raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
+        no, digest, text = found
+        hit = (f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text.encode())
+        cache.put(key, hit)
+    return cached_answer(request, *hit)
 
 
 @router.get(
@@ -317,7 +330,7 @@ def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     },
 )
 def post_recipe(
-    recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer
+    request: Request, recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer
 ) -> JSONResponse:
     """Add a recipe, or the next revision of one (keeping the measured points results added): the hub sets
     revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them.
@@ -330,6 +343,7 @@ def post_recipe(
             422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems
         )
     stored = repo.put_recipe(sessions, record)
+    written(request).expire()
     return JSONResponse(stored.record, status_code=200 if stored.unchanged else 201)
 
 
@@ -343,6 +357,7 @@ def post_recipe(
     },
 )
 def post_result(
+    request: Request,
     slug: str,
     result: BenchResult,
     given: GivenJson,
@@ -356,6 +371,7 @@ def post_result(
     result carries are recomputed and marked ``consistent-with-journal``. The hash is checked on the JSON as
     sent (a result an older rigbook wrote keeps its hash)."""
     accepted = repo.add_result(sessions, slug, result, writer_name, given, signed)
+    written(request).expire()
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )
@@ -371,6 +387,7 @@ def post_result(
     },
 )
 def post_capacity(
+    request: Request,
     slug: str,
     result: CapacityResult,
     given: GivenJson,
@@ -386,6 +403,7 @@ def post_capacity(
     point is ranked on the ``users_at_slo`` board only against the same SLO and profile. The hash
     is checked on the JSON as sent (a result an older rigbook wrote keeps its hash)."""
     accepted = repo.add_capacity(sessions, slug, result, writer_name, given, signed)
+    written(request).expire()
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )
@@ -432,10 +450,14 @@ def show_key(key_id: str, sessions: Sessions) -> KeyInfo:
 
 
 @router.post("/keys/{key_id}/revoke", response_model=KeyRevoked, responses=answers(*WRITE_STATUSES))
-def post_revoke_key(key_id: str, sessions: Sessions, writer_name: Writer) -> KeyRevoked:
+def post_revoke_key(
+    request: Request, key_id: str, sessions: Sessions, writer_name: Writer
+) -> KeyRevoked:
     """Revoke a key of this token: results it signs are refused from now on (E_KEY_REVOKED); the
     points it signed stay, marked ``signer_revoked_at`` in a new revision of their recipe."""
-    return revoke_key(sessions, writer_name, key_id)
+    done = revoke_key(sessions, writer_name, key_id)
+    written(request).expire()
+    return done
 
 
 @router.get("/leaderboard.json", response_model=BoardPage, responses=answers(304, *READ_STATUSES))
@@ -496,21 +518,24 @@ def leaderboard(
         recipe=recipe,
     )
     query = json.dumps([filters.model_dump(), limit, offset])
-    cache: AnswerCache = request.app.state.board_cache
-    with sessions() as session:
-        version = board_version(session)
-        etag = f'W/"{version}-{hashlib.sha256(query.encode()).hexdigest()[:16]}"'
-        body = cache.get(etag)
-        if body is None:
+    cache: AnswerCache[bytes] = request.app.state.board_cache
+    digest = hashlib.sha256(query.encode()).hexdigest()[:16]
+    etag = f'W/"{written(request).version()}-{digest}"'
+    if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+        return cached_answer(request, etag, None)
+    body = cache.get(etag)
+    if body is None:
+        with sessions() as session:  # the version and the page from one snapshot
+            etag = f'W/"{board_version(session)}-{digest}"'
             total, items = board_page(session, filters, limit=limit, offset=offset)
-            page = BoardPage(
-                metric=metric,
-                items=items,
-                total=total,
-                limit=limit,
-                offset=offset,
-                next=next_url(request, offset, len(items), total, limit),
-            )
-            body = page.model_dump_json().encode()
-            cache.put(etag, body)
+        page = BoardPage(
+            metric=metric,
+            items=items,
+            total=total,
+            limit=limit,
+            offset=offset,
+            next=next_url(request, offset, len(items), total, limit),
+        )
+        body = page.model_dump_json().encode()
+        cache.put(etag, body)
     return cached_answer(request, etag, body)

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session, sessionmaker
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
@@ -86,25 +87,25 @@ def index(request: Request, q: Annotated[str | None, Query(max_length=500)] = No
 def recipe_page(request: Request, slug: str) -> HTMLResponse:
     """One recipe: launch command, requirements, chart and every point with its conditions.
 
-    The page is rendered once per revision: the cache key holds the revision number and content hash read
-    from the database on every request, so no worker serves a page of a revision the database moved past.
+    The page is rendered once per write version of the hub (:mod:`rigbook.hub.freshness`) and served
+    from this worker's memory in between: a write on another worker shows within that module's
+    interval.
     """
-    cache: AnswerCache = request.app.state.page_cache
-    with request.app.state.sessions() as session:
-        found = repo.get_record_text(session, slug)
-        if found is None:
-            return not_found(request)
-        no, digest, text = found
-        key = f"{slug}:{no}:{digest}"
-        body = cache.get(key)
-        if body is None:
+    cache: AnswerCache[bytes] = request.app.state.page_cache
+    key = f"{slug}@{request.app.state.version.version()}"
+    body = cache.get(key)
+    if body is None:
+        with request.app.state.sessions() as session:
+            found = repo.get_record_text(session, slug)
+            if found is None:
+                return not_found(request)
             body = _recipe_html(
                 slug,
-                json.loads(text),
+                json.loads(found[2]),
                 repo.revisions(session, slug) or [],
                 published_curves(session, slug),
             ).encode()
-            cache.put(key, body)
+        cache.put(key, body)
     return HTMLResponse(body)
 
 
@@ -200,7 +201,17 @@ def leaderboard_page(
     if scope is not None and metric == "users_at_slo":
         scope = canonical_scope(scope)
     filters = BoardFilters(model=model, card=card, metric=metric, scope=scope)
-    with request.app.state.sessions() as session:
+    cache: AnswerCache[bytes] = request.app.state.page_cache
+    key = f"board@{request.app.state.version.version()}:{filters.model_dump_json()}:{page}"
+    body = cache.get(key)
+    if body is None:
+        body = _board_html(filters, page, request.app.state.sessions).encode()
+        cache.put(key, body)
+    return HTMLResponse(body)
+
+
+def _board_html(filters: BoardFilters, page: int, sessions: sessionmaker[Session]) -> str:
+    with sessions() as session:
         total, items = board_page(
             session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE
         )
@@ -210,15 +221,14 @@ def leaderboard_page(
             (item.model_name, item.hardware, item.scope, item.concurrency), []
         ).append(item)
     pages = max(1, -(-total // BOARD_PAGE))
-    return render(
-        "leaderboard.html",
+    return templates.get_template("leaderboard.html").render(
         groups=groups,
         pairs=shown_conditions,
         metric=METRICS[filters.metric],
         metrics=METRICS,
-        scope=scope or "",
+        scope=filters.scope or "",
         page=page,
         pages=pages,
-        model=model or "",
-        card=card or "",
+        model=filters.model or "",
+        card=filters.card or "",
     )
