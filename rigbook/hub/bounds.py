@@ -15,9 +15,9 @@ consistent forgery, scaled timings and all. So every point is also held to what 
   :data:`MAX_HOST_BANDWIDTH_GB_S`, more than any host memory system has.
 - **Power**: an enforced limit above zero and at most :data:`POWER_MARGIN` times the card's rated board
   power (:data:`MAX_CARD_POWER_W` for a card the table lacks); a point's power limit is its rig's.
-- **Energy**: above zero; a cell's energy over its requests' span is a mean draw within the rig's
-  enforced limits (x :data:`MARGIN`), and within :data:`ENERGY_TOLERANCE` of the mean its own power
-  samples give over that span. A journal whose timings were scaled keeps its energy and samples, so
+- **Energy**: above zero; a cell's energy over its requests' span (a sustained cell's window) is a
+  mean draw within the rig's enforced limits (x :data:`MARGIN`), and within
+  :data:`ENERGY_TOLERANCE` of the mean its own power samples give over that span. A journal whose timings were scaled keeps its energy and samples, so
   its draw no longer adds up.
 - **Times**: a TTFT of at most :data:`MAX_TTFT_MS`, a rate of at least :data:`MIN_RATE_TOK_S`, a run that
   starts before it finishes and neither in the future, requests whose stamps come in order.
@@ -299,6 +299,8 @@ def energy_problems(result: BenchResult) -> list[str]:
         if not sends or not ends or max(ends) <= min(sends):
             continue
         span = max(ends) - min(sends)
+        if cell.mode == "sustained" and t.window_s:
+            span = t.window_s  # energy is sampled over the window, which requests overlap
         draw = t.energy_j_total / span
         limits = rig_limits or [v for v in t.power_limit_w_per_gpu if v]
         if limits and draw > sum(limits) * MARGIN:
