@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from sqlalchemy.orm import Session, sessionmaker
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.hub import repository as repo
 from rigbook.hub.cache import AnswerCache
