@@ -85,6 +85,9 @@ class Code(StrEnum):
     E_METHOD = "E_METHOD"
     E_DB = "E_DB"
     E_HUB_SERVER = "E_HUB_SERVER"
+    E_RESULT_REPLAYED = "E_RESULT_REPLAYED"
+    E_SIGNATURE = "E_SIGNATURE"
+    E_KEY_REVOKED = "E_KEY_REVOKED"
     E_DISK_FULL = "E_DISK_FULL"
     E_FILE = "E_FILE"
     E_INTERNAL = "E_INTERNAL"
@@ -649,6 +652,30 @@ _ALL = [
         "hub",
         "The hub failed on its side (an HTTP 5xx answer).",
         "Retry later; if it persists, the hub's operator finds the cause in the hub's log.",
+    ),
+    _c(
+        Code.E_RESULT_REPLAYED,
+        "error",
+        "InputError",
+        "hub",
+        "The hub already holds this run: a result with the same requests (its fingerprint), perhaps under other times or another recipe.",
+        "One run counts once, on one recipe: run the bench again for a new result.",
+    ),
+    _c(
+        Code.E_SIGNATURE,
+        "error",
+        "InputError",
+        "hub",
+        "A result's signature does not verify: the result changed after it was signed, the key is not registered to the token, or it was signed for another recipe.",
+        "Publish the file `rigbook bench` wrote, unchanged, with `rigbook hub publish` and a key registered to your token (`rigbook key register`).",
+    ),
+    _c(
+        Code.E_KEY_REVOKED,
+        "error",
+        "InputError",
+        "hub",
+        "The key that signed the result was revoked on this hub.",
+        "Create a new key with `rigbook key create --force`, register it with `rigbook key register`, and publish again.",
     ),
     # machine
     _c(

@@ -13,6 +13,7 @@ from rigbook.cli import (
     codes,
     compare,
     hub,
+    key,
     launch,
     needle,
     recipes,
@@ -41,6 +42,7 @@ for module in (
     compare,
     reproduce,
     hub,
+    key,
     codes,
 ):
     module.register(app)

@@ -184,14 +184,19 @@ def publish(
         "--recipe",
         help="For a bench or capacity result: the recipe slug, when its conditions name none.",
     ),
+    sign: bool = typer.Option(
+        True,
+        "--sign/--no-sign",
+        help="Sign a result with the key under RIGBOOK_HOME when there is one (`rigbook key create`).",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Publish a recipe (a new revision), a bench result (measured points) or a capacity result
-    (its users_at_slo point) to a hub."""
+    (its users_at_slo point) to a hub; a result is signed when you have a key."""
     with handled(as_json):
         from rigbook.hub.publish import publish_file
 
-        done = publish_file(file, hub, token, recipe=recipe)
+        done = publish_file(file, hub, token, recipe=recipe, signing=sign)
 
         def show() -> None:
             what = {
@@ -199,7 +204,9 @@ def publish(
                 "capacity": f"{done.points_added} users_at_slo point(s)",
             }.get(done.kind, "recipe")
             if done.verified:
-                what += f", {done.verified} verified from the journal"
+                what += f", {done.verified} consistent with its journal"
+            if done.signed_by:
+                what += f", signed by {done.signed_by}"
             note = " (already published: nothing added)" if done.duplicate else ""
             console.print(
                 f"published {what} to {done.slug} revision {done.revision}{note}: {done.url}",

@@ -19,6 +19,13 @@ from rigbook.bench.result import BenchResult, hash_matches, verify_hash
 from rigbook.compare.derived import roofline
 from rigbook.compare.model import ComparedPoint
 from rigbook.compare.weights import model_facts
+from rigbook.hub.bounds import (
+    condition_problems,
+    energy_problems,
+    point_bound_problems,
+    power_problems,
+    time_problems,
+)
 from rigbook.hub.text import text_problems
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Recipe
 from rigbook.rig.cards import parse_card
@@ -29,10 +36,11 @@ RESERVED_CLAIMS = {
     "measured",
     "verified",
     "verifiedfromjournal",
+    "consistentwithjournal",
     "measuredunverified",
     "unverified",
 }
-HUB_POINT_KEYS = ("evidence", "published_by")
+HUB_POINT_KEYS = ("evidence", "published_by", "signed_by", "signer_revoked_at")
 # A rate may reach the memory-bandwidth ceiling `rigbook compare` derives times this: the vendor's bandwidth is
 # rounded, and a small model's weights partly stay in cache. Anything above is refused as impossible.
 CEILING_MARGIN = 1.10
@@ -248,8 +256,11 @@ def result_problems(result: BenchResult, recipe: Recipe, given: object = None) -
                 problems.append(
                     f"conditions.rig.gpus.{gpu.index}.power_enforced_limit_w: missing (the card's enforced power limit)"
                 )
+    problems += power_problems(result) + energy_problems(result)
+    problems += time_problems(result) + condition_problems(result)
     if not result.perf_points:
         problems.append("perf_points: the result has no perf points")
+    model = recipe.models[0].slug if recipe.models else None
     for i, point in enumerate(result.perf_points):
         where = f"perf_points.{i}"
         if point.decode_tok_s is None:
@@ -279,5 +290,5 @@ def result_problems(result: BenchResult, recipe: Recipe, given: object = None) -
         if c.sampling is None or c.sampling.temperature is None or c.sampling.top_p is None:
             problems.append(f"{where}.conditions.sampling: temperature and top_p are required")
         problems += fit_problems(recipe, c, f"{where}.conditions")
-        problems += rate_problems(recipe, point, where)
+        problems += rate_problems(recipe, point, where) + point_bound_problems(point, model, where)
     return problems

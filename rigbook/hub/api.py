@@ -25,6 +25,16 @@ from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import token_name
 from rigbook.hub.cache import AnswerCache
+from rigbook.hub.freshness import VersionGate
+from rigbook.hub.keys import (
+    KeyInfo,
+    KeyRegistered,
+    KeyRevoked,
+    get_key,
+    register_key,
+    revoke_key,
+    token_keys,
+)
 from rigbook.hub.leaderboard import (
     METRICS,
     BoardFilters,
@@ -36,6 +46,7 @@ from rigbook.hub.leaderboard import (
 )
 from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
+from rigbook.hub.signing import KEY_HEADER, SIGNATURE_HEADER
 from rigbook.recipe.load import dump_recipe
 from rigbook.recipe.schema import Recipe
 
@@ -89,8 +100,9 @@ STATUS_TEXT = {
     304: "Not modified: the client's copy (If-None-Match) is current.",
     400: "The request could not be read.",
     401: "No token, or one the hub does not know.",
-    404: "No such recipe or path.",
+    404: "No such recipe, key or path.",
     405: "The path does not take this method (see Allow).",
+    409: "The hub already holds this run (E_RESULT_REPLAYED).",
     413: "The body is larger than the hub accepts.",
     422: "The request or its body is not valid.",
     429: "Too many requests: wait Retry-After seconds.",
@@ -99,6 +111,7 @@ STATUS_TEXT = {
 }
 READ_STATUSES = (400, 404, 405, 422, 429, 500, 503)
 WRITE_STATUSES = (400, 401, 404, 405, 413, 422, 429, 500, 503)
+RESULT_STATUSES = (*WRITE_STATUSES, 409)
 CACHE_CONTROL = "public, max-age=10"
 
 
@@ -114,6 +127,11 @@ def answers(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def factory(request: Request) -> sessionmaker[Session]:
     return request.app.state.sessions
+
+
+def written(request: Request) -> VersionGate:
+    """The hub's write version as this worker knows it."""
+    return request.app.state.version
 
 
 def client_address(request: Request) -> str:
@@ -196,6 +214,23 @@ Sessions = Annotated[sessionmaker[Session], Depends(factory)]
 Writer = Annotated[str, Depends(writer)]
 GivenJson = Annotated[Any, Depends(given_json)]
 
+
+def signature_headers(request: Request) -> tuple[str, str] | None:
+    """``(key id, signature)`` from a signed result's two headers; None when unsigned."""
+    kid, signature = request.headers.get(KEY_HEADER), request.headers.get(SIGNATURE_HEADER)
+    if kid is None and signature is None:
+        return None
+    if not kid or not signature:
+        raise ApiError(
+            422,
+            "E_SIGNATURE",
+            f"a signed result carries both {KEY_HEADER} and {SIGNATURE_HEADER}; got one",
+        )
+    return kid.strip(), signature.strip()
+
+
+Signed = Annotated[tuple[str, str] | None, Depends(signature_headers)]
+
 router = APIRouter(prefix="/api/v1", tags=["v1"], dependencies=[Depends(read_limit)])
 
 
@@ -257,13 +292,20 @@ def cached_answer(request: Request, etag: str, body: bytes | str | None) -> Resp
 
 @router.get("/recipes/{slug}.json", response_model=Recipe, responses=answers(304, *READ_STATUSES))
 def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
-    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision."""
-    with sessions() as session:
-        found = repo.get_record_text(session, slug)
-    if found is None:
-        raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
-    no, digest, text = found
-    return cached_answer(request, f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text)
+    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision.
+    Served from the worker's memory while the hub's write version stands (docs/hub.md)."""
+    cache: AnswerCache[tuple[str, bytes]] = request.app.state.recipe_cache
+    key = f"{slug}@{written(request).version()}"
+    hit = cache.get(key)
+    if hit is None:
+        with sessions() as session:
+            found = repo.get_record_text(session, slug)
+        if found is None:
+            raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
+        no, digest, text = found
+        hit = (f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text.encode())
+        cache.put(key, hit)
+    return cached_answer(request, *hit)
 
 
 @router.get(
@@ -288,7 +330,7 @@ def list_revisions(slug: str, sessions: Sessions) -> RevisionList:
     },
 )
 def post_recipe(
-    recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer
+    request: Request, recipe: Recipe, given: GivenJson, sessions: Sessions, _writer: Writer
 ) -> JSONResponse:
     """Add a recipe, or the next revision of one (keeping the measured points results added): the hub sets
     revision, created_at, updated_at, links and speeds. Measured points are refused: only results add them.
@@ -301,6 +343,7 @@ def post_recipe(
             422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems
         )
     stored = repo.put_recipe(sessions, record)
+    written(request).expire()
     return JSONResponse(stored.record, status_code=200 if stored.unchanged else 201)
 
 
@@ -310,18 +353,25 @@ def post_recipe(
     status_code=201,
     responses={
         200: {"model": ResultAccepted, "description": "Published before: nothing added."},
-        **answers(*WRITE_STATUSES),
+        **answers(*RESULT_STATUSES),
     },
 )
 def post_result(
-    slug: str, result: BenchResult, given: GivenJson, sessions: Sessions, writer_name: Writer
+    request: Request,
+    slug: str,
+    result: BenchResult,
+    given: GivenJson,
+    sessions: Sessions,
+    writer_name: Writer,
+    signed: Signed,
 ) -> JSONResponse:
     """Add a bench result's perf points to the recipe as ``measured`` (a new revision), or refuse it with every
     reason: a bad hash, missing conditions, another rig, GPU count, card, engine, quantisation or model than
     the recipe's, an impossible rate, or numbers its own requests do not give. Points whose requests the
-    result carries are recomputed and marked ``verified-from-journal``. The hash is checked on the JSON as
+    result carries are recomputed and marked ``consistent-with-journal``. The hash is checked on the JSON as
     sent (a result an older rigbook wrote keeps its hash)."""
-    accepted = repo.add_result(sessions, slug, result, writer_name, given)
+    accepted = repo.add_result(sessions, slug, result, writer_name, given, signed)
+    written(request).expire()
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )
@@ -333,23 +383,81 @@ def post_result(
     status_code=201,
     responses={
         200: {"model": ResultAccepted, "description": "Published before: nothing added."},
-        **answers(*WRITE_STATUSES),
+        **answers(*RESULT_STATUSES),
     },
 )
 def post_capacity(
-    slug: str, result: CapacityResult, given: GivenJson, sessions: Sessions, writer_name: Writer
+    request: Request,
+    slug: str,
+    result: CapacityResult,
+    given: GivenJson,
+    sessions: Sessions,
+    writer_name: Writer,
+    signed: Signed,
 ) -> JSONResponse:
     """Add a `rigbook capacity` result's users_at_slo point to the recipe as ``measured`` (a new
     revision), or refuse it with every reason: the bench result's reasons for its probes and point,
     a bad capacity hash, a search stopped before it settled, or an answer its probes' requests do
     not give. When the probes carry their requests, the hub rebuilds each cell, reads each SLO term
-    again and applies the search's rule: a point that agrees is ``verified-from-journal``. The
+    again and applies the search's rule: a point that agrees is ``consistent-with-journal``. The
     point is ranked on the ``users_at_slo`` board only against the same SLO and profile. The hash
     is checked on the JSON as sent (a result an older rigbook wrote keeps its hash)."""
-    accepted = repo.add_capacity(sessions, slug, result, writer_name, given)
+    accepted = repo.add_capacity(sessions, slug, result, writer_name, given, signed)
+    written(request).expire()
     return JSONResponse(
         accepted.model_dump(mode="json"), status_code=200 if accepted.duplicate else 201
     )
+
+
+class KeyBody(BaseModel):
+    """A public key to register: base64 of its 32 raw ed25519 bytes (`rigbook key show --json`)."""
+
+    public_key: str
+
+
+@router.post(
+    "/keys",
+    response_model=KeyRegistered,
+    status_code=201,
+    responses={
+        200: {"model": KeyRegistered, "description": "Registered to this token before."},
+        **answers(*WRITE_STATUSES),
+    },
+)
+def post_key(body: KeyBody, sessions: Sessions, writer_name: Writer) -> JSONResponse:
+    """Register a signing key to the token that sends it: results this token publishes signed by it
+    are verified with it. A key registered to another token, or revoked, is refused (E_INPUT)."""
+    done = register_key(sessions, writer_name, body.public_key)
+    return JSONResponse(done.model_dump(mode="json"), status_code=200 if done.existing else 201)
+
+
+@router.get("/keys", response_model=list[KeyInfo], responses=answers(*WRITE_STATUSES))
+def list_keys(sessions: Sessions, writer_name: Writer) -> list[KeyInfo]:
+    """The keys registered to the token that asks, revoked ones included."""
+    with sessions() as session:
+        return token_keys(session, writer_name)
+
+
+@router.get("/keys/{key_id}", response_model=KeyInfo, responses=answers(*READ_STATUSES))
+def show_key(key_id: str, sessions: Sessions) -> KeyInfo:
+    """One key by its id, public: its public key, its token, and when it was revoked, so a reader can
+    check a signature and see who signed a measured point."""
+    with sessions() as session:
+        found = get_key(session, key_id)
+    if found is None:
+        raise ApiError(404, "E_INPUT", f"no key {key_id!r} on this hub", remedy=HTTP_REMEDY)
+    return found
+
+
+@router.post("/keys/{key_id}/revoke", response_model=KeyRevoked, responses=answers(*WRITE_STATUSES))
+def post_revoke_key(
+    request: Request, key_id: str, sessions: Sessions, writer_name: Writer
+) -> KeyRevoked:
+    """Revoke a key of this token: results it signs are refused from now on (E_KEY_REVOKED); the
+    points it signed stay, marked ``signer_revoked_at`` in a new revision of their recipe."""
+    done = revoke_key(sessions, writer_name, key_id)
+    written(request).expire()
+    return done
 
 
 @router.get("/leaderboard.json", response_model=BoardPage, responses=answers(304, *READ_STATUSES))
@@ -410,21 +518,24 @@ def leaderboard(
         recipe=recipe,
     )
     query = json.dumps([filters.model_dump(), limit, offset])
-    cache: AnswerCache = request.app.state.board_cache
-    with sessions() as session:
-        version = board_version(session)
-        etag = f'W/"{version}-{hashlib.sha256(query.encode()).hexdigest()[:16]}"'
-        body = cache.get(etag)
-        if body is None:
+    cache: AnswerCache[bytes] = request.app.state.board_cache
+    digest = hashlib.sha256(query.encode()).hexdigest()[:16]
+    etag = f'W/"{written(request).version()}-{digest}"'
+    if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+        return cached_answer(request, etag, None)
+    body = cache.get(etag)
+    if body is None:
+        with sessions() as session:  # the version and the page from one snapshot
+            etag = f'W/"{board_version(session)}-{digest}"'
             total, items = board_page(session, filters, limit=limit, offset=offset)
-            page = BoardPage(
-                metric=metric,
-                items=items,
-                total=total,
-                limit=limit,
-                offset=offset,
-                next=next_url(request, offset, len(items), total, limit),
-            )
-            body = page.model_dump_json().encode()
-            cache.put(etag, body)
+        page = BoardPage(
+            metric=metric,
+            items=items,
+            total=total,
+            limit=limit,
+            offset=offset,
+            next=next_url(request, offset, len(items), total, limit),
+        )
+        body = page.model_dump_json().encode()
+        cache.put(etag, body)
     return cached_answer(request, etag, body)

@@ -17,6 +17,7 @@ from rigbook.hub import pages
 from rigbook.hub.api import HTTP_REMEDY, ApiError, router
 from rigbook.hub.cache import AnswerCache
 from rigbook.hub.db import make_engine, session_factory
+from rigbook.hub.freshness import DEFAULT_INTERVAL_S, VersionGate
 from rigbook.hub.http import HeadAsGet, SecurityHeaders, allowed_methods
 from rigbook.hub.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, BodyLimit, validation_code
 from rigbook.hub.migrate import upgrade
@@ -29,6 +30,7 @@ STATUS_OF_CODE = {
     "E_RATE_LIMIT": 429,
     "E_TOO_LARGE": 413,
     "E_DB": 503,
+    "E_RESULT_REPLAYED": 409,
 }
 
 
@@ -62,9 +64,12 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     max_depth: int = DEFAULT_MAX_DEPTH,
     limits: Limits | None = None,
+    fresh_within_s: float = DEFAULT_INTERVAL_S,
 ) -> FastAPI:
     """The hub on ``db_url`` (default: SQLite under RIGBOOK_HOME), migrated and with the built-in catalog loaded
-    (``migrate=False`` skips both: the workers of `hub serve --workers N` leave them to the parent)."""
+    (``migrate=False`` skips both: the workers of `hub serve --workers N` leave them to the parent).
+    Reads answer from this worker's memory and see another worker's write within ``fresh_within_s``
+    (:mod:`rigbook.hub.freshness`)."""
     engine = make_engine(db_url)
     sessions = session_factory(engine)
     if migrate:
@@ -80,8 +85,10 @@ def create_app(
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.limits = limits or Limits()
-    app.state.board_cache = AnswerCache()
-    app.state.page_cache = AnswerCache()
+    app.state.version = VersionGate(sessions, fresh_within_s)
+    app.state.board_cache = AnswerCache[bytes]()
+    app.state.page_cache = AnswerCache[bytes]()
+    app.state.recipe_cache = AnswerCache[tuple[str, bytes]](entries=4096)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:

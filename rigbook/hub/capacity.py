@@ -11,7 +11,7 @@ And it re-runs the answer from the requests: each probe's cell is rebuilt with t
 code (:func:`rigbook.hub.evidence.check_journal`), each SLO term read again on the cell's
 requests with capacity's own code, and the search's rule applied to those verdicts: the users,
 the aggregate at that level and the point must come out as the result says. A point that
-passes is ``verified-from-journal``; one whose cells carry no requests is
+passes is ``consistent-with-journal``; one whose cells carry no requests is
 ``measured-unverified``; any disagreement refuses the result.
 """
 

@@ -17,6 +17,14 @@ from rigbook.recipe.schema import Recipe
 WIDTH, HEIGHT = 640, 320
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
 CLAIMED_COLOUR, MEASURED_COLOUR = "#7a5195", "#0b7a4b"
+# Larger numbers are not drawn (the axis arithmetic overflows near a double's limit, and no rate or
+# latency is this large); the table beside the chart still shows them.
+MAX_DRAWN = 1e15
+
+
+def drawable(value: float | None) -> bool:
+    """Whether a chart can place ``value`` (None: nothing to place)."""
+    return value is None or (math.isfinite(value) and abs(value) <= MAX_DRAWN)
 
 
 def _nice_max(value: float) -> float:
@@ -27,7 +35,8 @@ def _nice_max(value: float) -> float:
 
 
 def perf_chart(recipe: Recipe) -> str:
-    """The chart as SVG markup, or an empty string when no point has both a concurrency and a decode rate.
+    """The chart as SVG markup, or an empty string when no point has both a concurrency and a decode rate
+    (a point beyond :data:`MAX_DRAWN` is left off the chart).
 
     A `rigbook capacity` point (users at an SLO) is not drawn: its concurrency is where a search
     settled and its rate a median over re-runs, shown in the page's users-at-an-SLO block."""
@@ -35,7 +44,11 @@ def perf_chart(recipe: Recipe) -> str:
     points = [
         (p, p.concurrency, p.decode_tok_s)
         for p in recipe.perf_points
-        if p.decode_tok_s is not None and p.concurrency is not None and not is_capacity(p)
+        if p.decode_tok_s is not None
+        and p.concurrency is not None
+        and not is_capacity(p)
+        and drawable(p.decode_tok_s)
+        and 0 < p.concurrency <= MAX_DRAWN
     ]
     if not points:
         return ""

@@ -150,20 +150,44 @@ class HubClient:
         """Add a recipe (or its next revision); returns the record as stored."""
         return self._json("POST", f"{API_PREFIX}/recipes", json=record)
 
-    def publish_result(self, slug: str, result: bytes | dict[str, Any]) -> ResultAccepted:
+    def publish_result(
+        self, slug: str, result: bytes | dict[str, Any], signature: dict[str, str] | None = None
+    ) -> ResultAccepted:
         """Add a bench result's perf points to recipe ``slug``: ``result`` is the file's bytes as
-        written (sent unchanged, so the hub checks the hash on what was measured), or its JSON."""
-        return self._post_measured(f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", result)
+        written (sent unchanged, so the hub checks the hash on what was measured), or its JSON;
+        ``signature`` the headers :func:`rigbook.hub.signing.sign` made for it."""
+        return self._post_measured(
+            f"{API_PREFIX}/recipes/{quote(slug, safe='')}/results", result, signature
+        )
 
-    def publish_capacity(self, slug: str, result: bytes | dict[str, Any]) -> ResultAccepted:
-        """Add a capacity result's users_at_slo point to recipe ``slug``; ``result`` as for
-        :meth:`publish_result`."""
-        return self._post_measured(f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", result)
+    def publish_capacity(
+        self, slug: str, result: bytes | dict[str, Any], signature: dict[str, str] | None = None
+    ) -> ResultAccepted:
+        """Add a capacity result's users_at_slo point to recipe ``slug``; ``result`` and
+        ``signature`` as for :meth:`publish_result`."""
+        return self._post_measured(
+            f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", result, signature
+        )
 
-    def _post_measured(self, path: str, result: bytes | dict[str, Any]) -> ResultAccepted:
+    def _post_measured(
+        self, path: str, result: bytes | dict[str, Any], signature: dict[str, str] | None
+    ) -> ResultAccepted:
+        headers = dict(signature or {})
         sent: dict[str, Any] = (
-            {"content": result, "headers": {"content-type": "application/json"}}
+            {"content": result, "headers": headers | {"content-type": "application/json"}}
             if isinstance(result, bytes)
-            else {"json": result}
+            else {"json": result, "headers": headers}
         )
         return ResultAccepted.model_validate(self._json("POST", path, **sent))
+
+    def register_key(self, public_key: str) -> dict[str, Any]:
+        """Register a signing key to this client's token; returns the key as the hub has it."""
+        return self._json("POST", f"{API_PREFIX}/keys", json={"public_key": public_key})
+
+    def list_keys(self) -> list[dict[str, Any]]:
+        """The keys registered to this client's token."""
+        return self._json("GET", f"{API_PREFIX}/keys")
+
+    def revoke_key(self, key_id: str) -> dict[str, Any]:
+        """Revoke a key of this client's token; returns the key and how many points were marked."""
+        return self._json("POST", f"{API_PREFIX}/keys/{quote(key_id, safe='')}/revoke")

@@ -5,8 +5,11 @@ journal's ``request`` lines). The hub rebuilds each cell from those records
 with the bench's own code (:func:`rigbook.bench.metrics.build_cell`) and each
 perf point from the rebuilt cell (:func:`rigbook.bench.assemble.perf_point`),
 and compares them with what the result claims. Any disagreement refuses the
-result; a point whose cell carries its requests and agrees is
-``verified-from-journal``; a point without them is ``measured-unverified``.
+result, in its numbers or in the conditions a point takes from its run (sampling,
+reply length, rig, engine); a point whose cell carries its requests and agrees is
+``consistent-with-journal``; a point without them is ``measured-unverified``.
+Consistency is all this proves: a journal can be forged consistently (scaled
+timings), which :mod:`rigbook.hub.bounds` and the run's fingerprint limit.
 
 Not checkable here: the request timestamps themselves (they are the client's
 clock), and a sustained cell's window length beyond its own requests.
@@ -31,6 +34,21 @@ POINT_FIELDS = (
     "ttft_ms",
     "per_request_decode_tok_s_median",
     "context_len",
+)
+# The conditions a point takes from its run (profile, rig, engine), not from what the publisher adds
+# (quant, speculative method): a journal-backed point must state its run's, or it claims another run.
+CONDITION_FIELDS = (
+    "sampling",
+    "reply_tokens",
+    "reply_length_held",
+    "thinking",
+    "token_count_source",
+    "workload",
+    "gpu_count",
+    "card",
+    "power_limit_w_per_gpu",
+    "engine",
+    "engine_version",
 )
 
 
@@ -123,6 +141,12 @@ def check_journal(result: BenchResult) -> JournalCheck:
             {f: getattr(recomputed, f) for f in POINT_FIELDS},
             f"perf_points.{i}",
         )
+        if point.conditions is not None and recomputed.conditions is not None:
+            found += _differences(
+                point.conditions.model_dump(mode="json", include=set(CONDITION_FIELDS)),
+                recomputed.conditions.model_dump(mode="json", include=set(CONDITION_FIELDS)),
+                f"perf_points.{i}.conditions",
+            )
         problems += found
         if not found:
             verified.append(i)

@@ -29,11 +29,11 @@ from rigbook.hub.admission import MEASURED
 from rigbook.hub.models import BoardRow, StateRow
 from rigbook.recipe.schema import PerfPoint, Recipe
 
-VERIFIED: Final = "verified-from-journal"
+VERIFIED: Final = "consistent-with-journal"
 UNVERIFIED: Final = "measured-unverified"
 CLAIMED: Final = "claimed"
-Evidence = Literal["verified-from-journal", "measured-unverified", "claimed"]
-EvidenceFilter = Literal["verified-from-journal", "measured-unverified", "claimed", "measured"]
+Evidence = Literal["consistent-with-journal", "measured-unverified", "claimed"]
+EvidenceFilter = Literal["consistent-with-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
 
 
@@ -57,6 +57,8 @@ class BoardPoint(BaseModel):
     value: float
     evidence: Evidence
     published_by: str | None = None
+    signed_by: str | None = None
+    signer_revoked_at: str | None = None
     claimed_by: str | None = None
     notes: str | None = None
     per_request_decode_tok_s_median: float | None = None
@@ -84,6 +86,12 @@ class BoardItem(BaseModel):
     )
     evidence: Evidence
     published_by: str | None
+    signed_by: str | None = Field(
+        default=None, description="The key that signed the point's result; None when unsigned."
+    )
+    signer_revoked_at: str | None = Field(
+        default=None, description="When that key was revoked; None while it stands."
+    )
     claimed_by: str | None
     notes: str | None
     per_request_decode_tok_s_median: float | None
@@ -115,11 +123,23 @@ def is_measured(point: PerfPoint) -> bool:
 
 
 def evidence_of(point: PerfPoint) -> Evidence:
-    """``verified-from-journal`` when the hub recomputed the point from its requests, ``measured-unverified``
+    """``consistent-with-journal`` when the hub recomputed the point from its requests, ``measured-unverified``
     for another measured point, ``claimed`` for the rest."""
     if not is_measured(point):
         return CLAIMED
     return VERIFIED if (point.model_extra or {}).get("evidence") == VERIFIED else UNVERIFIED
+
+
+def signer(point: PerfPoint) -> str | None:
+    """The key that signed a measured point's result, None for an unsigned or claimed point."""
+    kid = (point.model_extra or {}).get("signed_by") if is_measured(point) else None
+    return kid if isinstance(kid, str) else None
+
+
+def signer_revoked_at(point: PerfPoint) -> str | None:
+    """When the key that signed a measured point's result was revoked, None while it stands."""
+    when = (point.model_extra or {}).get("signer_revoked_at") if is_measured(point) else None
+    return when if isinstance(when, str) else None
 
 
 def published_by(point: PerfPoint) -> str | None:
@@ -225,6 +245,8 @@ def users_points(recipe: Recipe) -> list[BoardPoint]:
                 value=float(point.users_at_slo),
                 evidence=evidence_of(point),
                 published_by=published_by(point),
+                signed_by=signer(point),
+                signer_revoked_at=signer_revoked_at(point),
                 claimed_by=point.claimed_by,
                 notes="; ".join(said) or None,
                 per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
@@ -251,6 +273,8 @@ def decode_points(recipe: Recipe) -> list[BoardPoint]:
                 value=value,
                 evidence=evidence_of(point),
                 published_by=published_by(point),
+                signed_by=signer(point),
+                signer_revoked_at=signer_revoked_at(point),
                 claimed_by=point.claimed_by,
                 notes=point.notes,
                 per_request_decode_tok_s_median=point.per_request_decode_tok_s_median,
@@ -343,6 +367,8 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
                 "model_name": model.name if model else recipe.title,
                 "hardware": label,
                 "claimed_by": p.claimed_by,
+                "signed_by": p.signed_by,
+                "signer_revoked_at": p.signer_revoked_at,
                 "notes": p.notes,
                 "per_request_decode_tok_s_median": p.per_request_decode_tok_s_median,
                 "conditions": p.conditions,
@@ -444,6 +470,8 @@ def _item(row: BoardRow) -> BoardItem:
         rank=row.rank,
         evidence=cast(Evidence, row.evidence),  # the board only stores evidence_of's values
         published_by=row.published_by,
+        signed_by=entry.get("signed_by"),
+        signer_revoked_at=entry.get("signer_revoked_at"),
         claimed_by=entry["claimed_by"],
         notes=entry["notes"],
         per_request_decode_tok_s_median=entry["per_request_decode_tok_s_median"],

@@ -4,12 +4,19 @@ Content-Length is checked first, but a chunked body (or one that lies about
 its length) is counted too: the body is read up to the limit before the app
 sees it, and a body past the limit is answered 413 without reaching the app.
 A JSON body nested deeper than ``max_depth`` is answered 422 before any
-parser recurses into it.
+parser recurses into it. A JSON body with ``NaN``, ``Infinity``, a number too
+large for a float, or an object with one key twice is answered 422 too: Python's
+parser would take the first three as non-finite floats and keep the last of
+duplicate keys, so what a reader of the JSON sees could differ from what the hub
+stores.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,10 +30,10 @@ _BRACKET = re.compile(rb"[\[\]{}]")
 
 
 def validation_code(method: str, path: str) -> str:
-    """The code of a refused request: E_RESULT_REFUSED for a result, E_RECIPE_INVALID for a recipe, else E_INPUT."""
+    """The code of a refused request: E_RESULT_REFUSED for a result, E_RECIPE_INVALID for a recipe, else E_INPUT (a key's registration)."""
     if method == "POST" and path.endswith("/results"):
         return "E_RESULT_REFUSED"
-    if method == "POST":
+    if method == "POST" and path.startswith("/api/v1/recipes"):
         return "E_RECIPE_INVALID"
     return "E_INPUT"
 
@@ -38,6 +45,47 @@ def json_depth(body: bytes) -> int:
         depth += 1 if bracket in b"[{" else -1
         deepest = max(deepest, depth)
     return deepest
+
+
+class _Unfaithful(ValueError):
+    """A JSON text that parses, but not to what its text says."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _Unfaithful(f"{name} is not a JSON number; send a finite number or null")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Unfaithful(f"{text} is beyond a double's range; send a finite number or null")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _Unfaithful(f"the key {key!r} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why ``body`` is JSON the hub refuses (a non-finite number, a duplicate key); None when it is
+    faithful JSON or not JSON at all (the route's own validation says so then)."""
+    try:
+        json.loads(
+            body,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            object_pairs_hook=_unique_keys,
+        )
+    except _Unfaithful as exc:
+        return str(exc)
+    except ValueError:
+        return None
+    return None
 
 
 def too_large_body(limit: int) -> bytes:
@@ -81,6 +129,10 @@ class BodyLimit:
         if depth > self.max_depth:
             await self._too_deep(scope, send, depth)
             return
+        problem = json_problem(body) if body else None
+        if problem is not None:
+            await self._unfaithful(scope, send, problem)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -93,11 +145,23 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _too_deep(self, scope: Scope, send: Send, depth: int) -> None:
-        error = RigbookError(
-            validation_code(scope["method"], scope["path"]),
+        await self._invalid(
+            scope,
+            send,
             f"the JSON body nests {depth} levels deep; at most {self.max_depth} are accepted",
             "Send the recipe or result as rigbook writes it: no field nests that deep.",
         )
+
+    async def _unfaithful(self, scope: Scope, send: Send, problem: str) -> None:
+        await self._invalid(
+            scope,
+            send,
+            f"the JSON body is not accepted: {problem}",
+            "Send the recipe or result as rigbook writes it: finite numbers, each key once.",
+        )
+
+    async def _invalid(self, scope: Scope, send: Send, message: str, remedy: str) -> None:
+        error = RigbookError(validation_code(scope["method"], scope["path"]), message, remedy)
         body = ErrorDocument(error=error.body()).model_dump_json().encode()
         await send(
             {

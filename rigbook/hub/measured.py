@@ -35,16 +35,19 @@ class Carried(BaseModel):
 
 
 def measured_point(
-    point: PerfPoint, digest: str, *, verified: bool, published_by: str
+    point: PerfPoint, digest: str, *, verified: bool, published_by: str, signed_by: str | None
 ) -> dict[str, Any]:
     """A result's point as the recipe carries it: ``measured``, its result named, no id of another database,
-    whether the hub recomputed it from the result's requests (``evidence``) and who published it."""
+    whether the hub recomputed it from the result's requests (``evidence``), who published it and
+    the key that signed the result (``signed_by``, when it was signed)."""
     data = point.model_dump(mode="json", exclude_unset=True)
     data.pop("id", None)
     data["claimed_by"] = MEASURED
     data["notes"] = f"{point.notes or 'rigbook bench'} (result {digest[:19]})"
     data["evidence"] = VERIFIED if verified else UNVERIFIED
     data["published_by"] = published_by
+    if signed_by is not None:
+        data["signed_by"] = signed_by
     return data
 
 

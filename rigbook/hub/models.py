@@ -58,7 +58,10 @@ class RevisionRow(Base):
 
 class ResultRow(Base):
     __tablename__ = "results"
-    __table_args__ = (UniqueConstraint("slug", "content_hash", name="uq_results_slug_hash"),)
+    __table_args__ = (
+        UniqueConstraint("slug", "content_hash", name="uq_results_slug_hash"),
+        Index("ix_results_fingerprint", "fingerprint", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     slug: Mapped[str] = mapped_column(String(200), ForeignKey("recipes.slug"), index=True)
@@ -67,6 +70,15 @@ class ResultRow(Base):
     token_name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[str] = mapped_column(String(64))
     body: Mapped[str] = mapped_column(Text, doc="The bench result, JSON text.")
+    fingerprint: Mapped[str | None] = mapped_column(
+        String(80),
+        nullable=True,
+        doc="The run's fingerprint (rigbook.hub.fingerprint); one per run.",
+    )
+    key_id: Mapped[str | None] = mapped_column(
+        String(80), nullable=True, index=True, doc="The key that signed it (rigbook.hub.signing)."
+    )
+    signature: Mapped[str | None] = mapped_column(Text, nullable=True, doc="base64 ed25519.")
 
 
 class TokenRow(Base):
@@ -75,6 +87,19 @@ class TokenRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[str] = mapped_column(String(64))
+    revoked_at: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class KeyRow(Base):
+    """A publisher's public key, registered to one token; a revoked key signs nothing new."""
+
+    __tablename__ = "signing_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key_id: Mapped[str] = mapped_column(String(80), unique=True)
+    public_key: Mapped[str] = mapped_column(String(100), doc="base64 of the 32 raw bytes.")
+    token_name: Mapped[str] = mapped_column(String(200), index=True)
     created_at: Mapped[str] = mapped_column(String(64))
     revoked_at: Mapped[str | None] = mapped_column(String(64), nullable=True)
 

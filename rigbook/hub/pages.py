@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.hub import repository as repo
 from rigbook.hub.cache import AnswerCache
@@ -35,11 +36,14 @@ from rigbook.hub.leaderboard import (
     is_capacity,
     is_measured,
     published_by,
+    signer,
+    signer_revoked_at,
     slo_scope,
 )
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
+from rigbook.recipe.schema import PerfPoint
 
 templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"),
@@ -83,25 +87,25 @@ def index(request: Request, q: Annotated[str | None, Query(max_length=500)] = No
 def recipe_page(request: Request, slug: str) -> HTMLResponse:
     """One recipe: launch command, requirements, chart and every point with its conditions.
 
-    The page is rendered once per revision: the cache key holds the revision number and content hash read
-    from the database on every request, so no worker serves a page of a revision the database moved past.
+    The page is rendered once per write version of the hub (:mod:`rigbook.hub.freshness`) and served
+    from this worker's memory in between: a write on another worker shows within that module's
+    interval.
     """
-    cache: AnswerCache = request.app.state.page_cache
-    with request.app.state.sessions() as session:
-        found = repo.get_record_text(session, slug)
-        if found is None:
-            return not_found(request)
-        no, digest, text = found
-        key = f"{slug}:{no}:{digest}"
-        body = cache.get(key)
-        if body is None:
+    cache: AnswerCache[bytes] = request.app.state.page_cache
+    key = f"{slug}@{request.app.state.version.version()}"
+    body = cache.get(key)
+    if body is None:
+        with request.app.state.sessions() as session:
+            found = repo.get_record_text(session, slug)
+            if found is None:
+                return not_found(request)
             body = _recipe_html(
                 slug,
-                json.loads(text),
+                json.loads(found[2]),
                 repo.revisions(session, slug) or [],
                 published_curves(session, slug),
             ).encode()
-            cache.put(key, body)
+        cache.put(key, body)
     return HTMLResponse(body)
 
 
@@ -124,6 +128,17 @@ def slo_label(term: str | None) -> str | None:
     return KINDS[term].label if term in KINDS else term
 
 
+def signer_of(point: PerfPoint) -> str | None:
+    """Who signed a measured point's result, as the page says it ('signed ed25519:…', with 'key
+    revoked …' once revoked, or 'unsigned'); None for a claim."""
+    if not is_measured(point):
+        return None
+    kid, revoked = signer(point), signer_revoked_at(point)
+    if kid is None:
+        return "unsigned"
+    return f"signed {kid}" + (f", key revoked {revoked}" if revoked else "")
+
+
 def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
     recipe = parse_recipe(record, slug)
     points = [
@@ -132,6 +147,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
             "measured": is_measured(p),
             "evidence": evidence_of(p),
             "by": published_by(p),
+            "signer": signer_of(p),
             "conditions": shown_conditions(effective_conditions(recipe, p)),
         }
         for p in recipe.perf_points
@@ -142,6 +158,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
             "point": p,
             "evidence": evidence_of(p),
             "by": published_by(p),
+            "signer": signer_of(p),
             "terms": slo_terms(p.slo),
             "slo": slo_scope(p.slo, p.slo_profile).partition(SCOPE_JOIN)[0],
             "binding": slo_label(p.slo_binding),
@@ -184,7 +201,17 @@ def leaderboard_page(
     if scope is not None and metric == "users_at_slo":
         scope = canonical_scope(scope)
     filters = BoardFilters(model=model, card=card, metric=metric, scope=scope)
-    with request.app.state.sessions() as session:
+    cache: AnswerCache[bytes] = request.app.state.page_cache
+    key = f"board@{request.app.state.version.version()}:{filters.model_dump_json()}:{page}"
+    body = cache.get(key)
+    if body is None:
+        body = _board_html(filters, page, request.app.state.sessions).encode()
+        cache.put(key, body)
+    return HTMLResponse(body)
+
+
+def _board_html(filters: BoardFilters, page: int, sessions: sessionmaker[Session]) -> str:
+    with sessions() as session:
         total, items = board_page(
             session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE
         )
@@ -194,15 +221,14 @@ def leaderboard_page(
             (item.model_name, item.hardware, item.scope, item.concurrency), []
         ).append(item)
     pages = max(1, -(-total // BOARD_PAGE))
-    return render(
-        "leaderboard.html",
+    return templates.get_template("leaderboard.html").render(
         groups=groups,
         pairs=shown_conditions,
         metric=METRICS[filters.metric],
         metrics=METRICS,
-        scope=scope or "",
+        scope=filters.scope or "",
         page=page,
         pages=pages,
-        model=model or "",
-        card=card or "",
+        model=filters.model or "",
+        card=filters.card or "",
     )

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 from typing import Literal
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.capacity.result import CAPACITY_KIND, load_capacity
 from rigbook.errors import InputError
 from rigbook.hub.client import HubClient
+from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.recipe.load import dump_recipe, load_recipe_file
 
 RESULT_KIND = "rigbook.bench.result"
@@ -28,6 +30,7 @@ class Published(BaseModel):
     points_added: int | None = None
     verified: int | None = None
     duplicate: bool = False
+    signed_by: str | None = None
     url: str
 
 
@@ -67,22 +70,39 @@ def result_slug(result: BenchResult, given: str | None) -> str:
     return slug
 
 
+def signature_for(
+    private: Ed25519PrivateKey | None, slug: str, written: bytes
+) -> dict[str, str] | None:
+    """The signature headers for a result file's bytes published to ``slug``; None without a key."""
+    return sign(private, slug, json.loads(written)) if private is not None else None
+
+
 def publish_file(
-    path: Path | str, hub: str, token: str | None, *, recipe: str | None = None
+    path: Path | str,
+    hub: str,
+    token: str | None,
+    *,
+    recipe: str | None = None,
+    signing: bool = True,
 ) -> Published:
-    """Publish ``path`` to ``hub``: a recipe as a new revision, a result as measured points of its recipe."""
+    """Publish ``path`` to ``hub``: a recipe as a new revision, a result as measured points of its
+    recipe, signed with the key under RIGBOOK_HOME when there is one (``signing=False``: unsigned)."""
     path = Path(path).expanduser()
     client = HubClient(hub, token)
     kind = file_kind(path)
+    private = load_key() if signing and kind != "recipe" else None
+    signer = public_key_of(private).key_id if private is not None else None
     if kind == "capacity":
         # Checked here (a malformed or edited file fails before anything is sent), then sent as the
         # bytes written (a result file too): a copy re-serialised by this version would carry
         # fields the file does not (set to their defaults) and no longer match an older file's hash.
         capacity = load_capacity(path)
         slug = result_slug(capacity.bench, recipe)
-        accepted = client.publish_capacity(slug, path.read_bytes())
+        written = path.read_bytes()
+        accepted = client.publish_capacity(slug, written, signature_for(private, slug, written))
         return Published(
             kind="capacity",
+            signed_by=signer,
             slug=slug,
             revision=accepted.revision,
             points_added=accepted.points_added,
@@ -93,9 +113,11 @@ def publish_file(
     if kind == "result":
         result = load_result(path)
         slug = result_slug(result, recipe)
-        accepted = client.publish_result(slug, path.read_bytes())
+        written = path.read_bytes()
+        accepted = client.publish_result(slug, written, signature_for(private, slug, written))
         return Published(
             kind="result",
+            signed_by=signer,
             slug=slug,
             revision=accepted.revision,
             points_added=accepted.points_added,

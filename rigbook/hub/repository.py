@@ -29,10 +29,12 @@ from rigbook.hub.admission import result_problems
 from rigbook.hub.capacity import capacity_problems, check_capacity_journal
 from rigbook.hub.db import writing
 from rigbook.hub.evidence import check_journal
+from rigbook.hub.fingerprint import run_fingerprint
 from rigbook.hub.leaderboard import write_board
 from rigbook.hub.measured import carry_measured, measured_point
 from rigbook.hub.models import RecipeRow, ResultRow, RevisionRow
 from rigbook.hub.schemas import ResultAccepted, RevisionInfo
+from rigbook.hub.verify import check_signature
 from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.load import parse_recipe, read_json_text
 from rigbook.recipe.schema import PerfPoint, Recipe
@@ -134,7 +136,7 @@ def _row_fields(recipe: Recipe) -> dict[str, Any]:
     }
 
 
-def _write(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
+def write_transaction(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
     """Run ``body`` in a write transaction, retrying when a concurrent writer took the same number."""
     for attempt in range(WRITE_ATTEMPTS):
         try:
@@ -143,17 +145,18 @@ def _write(factory: sessionmaker[Session], body: Callable[[Session], T]) -> T:
         except IntegrityError:
             if attempt == WRITE_ATTEMPTS - 1:
                 raise
-        except (
-            OperationalError
-        ) as exc:  # PostgreSQL serialisation/deadlock, SQLite lock past the timeout
+        except OperationalError as exc:  # PostgreSQL serialisation failure or deadlock
             if attempt == WRITE_ATTEMPTS - 1 or not _transient(exc):
                 raise
     raise AssertionError("unreachable")
 
 
 def _transient(exc: OperationalError) -> bool:
+    """A failure that a fresh attempt may not meet. SQLite's "database is locked" is not one: the
+    attempt already waited the busy timeout for the lock, and the writer answers 503 (E_DB) then,
+    instead of waiting the timeout again for each attempt."""
     text = str(exc.orig).lower()
-    return "deadlock" in text or "could not serialize" in text or "database is locked" in text
+    return "deadlock" in text or "could not serialize" in text
 
 
 def _locked_row(session: Session, slug: str) -> RecipeRow | None:
@@ -274,7 +277,7 @@ def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> Stored:
         notes = " ".join(n for n in (own_notes, carried.note()) if n) or None
         return Stored(record=_add_revision(session, row, record, notes=notes))
 
-    return _write(factory, body)
+    return write_transaction(factory, body)
 
 
 def import_record(factory: sessionmaker[Session], given: dict[str, Any]) -> bool:
@@ -295,7 +298,7 @@ def import_records(factory: sessionmaker[Session], records: list[dict[str, Any]]
                 stored.append(slug)
         return stored
 
-    return _write(factory, body)
+    return write_transaction(factory, body)
 
 
 def catalog_records() -> list[dict[str, Any]]:
@@ -406,6 +409,7 @@ def add_result(
     result: BenchResult,
     token_name: str,
     given: object = None,
+    signed: tuple[str, str] | None = None,
 ) -> ResultAccepted:
     """Join a result's perf points to ``slug`` as ``measured`` in a new revision (once per result).
 
@@ -424,6 +428,7 @@ def add_result(
         body=given if isinstance(given, dict) else result.model_dump(mode="json"),
         what="bench result",
         token_name=token_name,
+        signed=signed,
     )
 
 
@@ -433,6 +438,7 @@ def add_capacity(
     result: CapacityResult,
     token_name: str,
     given: object = None,
+    signed: tuple[str, str] | None = None,
 ) -> ResultAccepted:
     """Join a capacity result's users_at_slo point to ``slug`` as ``measured`` (once per result),
     after the checks of :mod:`rigbook.hub.capacity`; a refusal (E_RESULT_REFUSED) lists every reason.
@@ -448,6 +454,7 @@ def add_capacity(
         body=given if isinstance(given, dict) else result.model_dump(mode="json"),
         what="capacity result",
         token_name=token_name,
+        signed=signed,
     )
 
 
@@ -462,7 +469,11 @@ def _join_measured(
     body: dict[str, Any],
     what: str,
     token_name: str,
+    signed: tuple[str, str] | None,
 ) -> ResultAccepted:
+    fingerprint = run_fingerprint(body)
+    key_id, signature = signed if signed is not None else (None, None)
+
     def write(session: Session) -> ResultAccepted:
         row = _locked_row(session, slug) if SLUG_RE.fullmatch(slug) else None
         if row is None:
@@ -475,6 +486,8 @@ def _join_measured(
                 f"the {what} cannot be published: {len(found)} problem(s)",
                 details=found,
             )
+        if key_id is not None and signature is not None:
+            check_signature(session, token_name, key_id, signature, slug, body)
         seen = session.execute(
             select(ResultRow).where(ResultRow.slug == slug, ResultRow.content_hash == digest)
         ).scalar_one_or_none()
@@ -486,8 +499,22 @@ def _join_measured(
                 content_hash=digest,
                 duplicate=True,
             )
+        same_run = session.execute(
+            select(ResultRow.slug, ResultRow.content_hash).where(
+                ResultRow.fingerprint == fingerprint
+            )
+        ).first()
+        if same_run is not None:
+            raise InputError(
+                "E_RESULT_REPLAYED",
+                f"the {what} is a run this hub already holds: result {same_run[1]} on recipe "
+                f"{same_run[0]!r} has the same requests (fingerprint {fingerprint}); one run counts "
+                f"once, on one recipe",
+            )
         measured = [
-            measured_point(p, digest, verified=i in verified, published_by=token_name)
+            measured_point(
+                p, digest, verified=i in verified, published_by=token_name, signed_by=key_id
+            )
             for i, p in enumerate(points)
         ]
         record = latest | {"perf_points": [*(latest.get("perf_points") or []), *measured]}
@@ -501,6 +528,9 @@ def _join_measured(
                 token_name=token_name,
                 created_at=record["updated_at"],
                 body=json.dumps(body, ensure_ascii=True),
+                fingerprint=fingerprint,
+                key_id=key_id,
+                signature=signature,
             )
         )
         return ResultAccepted(
@@ -511,4 +541,31 @@ def _join_measured(
             verified=len(verified),
         )
 
-    return _write(factory, write)
+    return write_transaction(factory, write)
+
+
+def mark_signer_revoked(session: Session, slug: str, key_id: str, when: str) -> int:
+    """In a write transaction: a new revision of ``slug`` whose measured points signed by ``key_id``
+    carry ``signer_revoked_at``; the number of points marked (0: no revision added)."""
+    row = _locked_row(session, slug)
+    if row is None:
+        return 0
+    latest = _latest_record(session, row)
+    points, marked = [], 0
+    for point in latest.get("perf_points") or []:
+        if (
+            isinstance(point, dict)
+            and point.get("signed_by") == key_id
+            and "signer_revoked_at" not in point
+        ):
+            point = point | {"signer_revoked_at": when}
+            marked += 1
+        points.append(point)
+    if marked:
+        _add_revision(
+            session,
+            row,
+            latest | {"perf_points": points},
+            notes=f"{marked} measured point(s) signed by {key_id}, revoked at {when}",
+        )
+    return marked

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from rigbook.bench.curves import Curves, LeftOut, curves, left_out_note
 from rigbook.bench.result import BenchResult
+from rigbook.hub.chart import drawable
 from rigbook.hub.display import tok_s
 from rigbook.hub.models import ResultRow
 
@@ -253,9 +254,19 @@ def _left_out_lines(name: str, throughput: list[LeftOut], ttft: list[LeftOut]) -
     ]
 
 
+def in_range(result: Published) -> bool:
+    """Whether every number of a result's curves can be placed on a chart."""
+    values: list[float | None] = [
+        v for p in result.curves.throughput for v in (p.per_user_tok_s, p.throughput_tok_s)
+    ]
+    values += [v for p in result.curves.ttft for v in (p.concurrency, p.p50_ms, p.p99_ms)]
+    return all(drawable(v) for v in values)
+
+
 def result_charts(shelf: Shelf) -> ResultCharts | None:
-    """Both charts of the shelf's results, or None when none has a cell to draw."""
-    drawn = [r for r in shelf.published if r.curves.throughput or r.curves.ttft]
+    """Both charts of the shelf's results, or None when none has a cell to draw. A result with a
+    number out of drawing range (stored before the hub bounded it) is named in the notes instead."""
+    drawn = [r for r in shelf.published if (r.curves.throughput or r.curves.ttft) and in_range(r)]
     if not drawn:
         return None
     unit = " or ".join(sorted({r.curves.unit for r in drawn}))
@@ -264,7 +275,9 @@ def result_charts(shelf: Shelf) -> ResultCharts | None:
         scale = r.curves.scale_note()
         if scale:
             notes.append(f"result {r.name}: {scale}")
-        if r not in drawn:
+        if not in_range(r):
+            notes.append(f"result {r.name}: a number out of drawing range; not drawn")
+        elif r not in drawn:
             notes.append(f"result {r.name}: no cell to draw")
         notes += _left_out_lines(r.name, r.curves.throughput_left_out, r.curves.ttft_left_out)
     notes += [

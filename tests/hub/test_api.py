@@ -397,6 +397,7 @@ def test_a_result_must_fit_its_recipe(hub):
         decode=(80.0,),
         model="glm-5.3-flash",
         gpu_names=(card,) * 4,
+        power=250.0,  # the rig's enforced limit is the points' (a Max-Q is rated 300 W)
         conditions=point_conditions(
             gpu_count=4, card=card, power_limit_w_per_gpu=250.0, engine="tensorfold"
         ),

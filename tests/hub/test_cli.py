@@ -106,6 +106,7 @@ def test_publish_recipe_and_result(served, tmp_path, seed_record):
         "points_added": None,
         "verified": None,
         "duplicate": False,
+        "signed_by": None,
         "url": "",
     }
 

@@ -11,6 +11,8 @@ import pytest
 from sqlalchemy import text
 
 import rigbook.hub.db
+import rigbook.hub.repository
+from rigbook.hub.rates import Limits, Rate
 from tests.hub.helpers import SMALL_SLUG, live_hub
 
 READS = (
@@ -108,3 +110,36 @@ def test_writes_stay_serialised_and_reads_flow_under_concurrent_writes(hub, seed
             ]
         ]
     assert numbers == list(range(2, 13))
+
+
+def test_a_write_waits_for_the_lock_once_not_once_per_attempt(
+    make_hub, db_url, seed_record, monkeypatch
+):
+    """The busy timeout is the whole wait: a write that could not take the lock is not tried again
+    (each try would wait the timeout anew, 20 tries in all)."""
+    if not db_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL writers wait on row locks, not on a database-wide lock")
+    monkeypatch.setattr(rigbook.hub.db, "SQLITE_BUSY_TIMEOUT_S", 0.1)
+    attempts = []
+    real_writing = rigbook.hub.repository.writing
+
+    def counted(factory):
+        attempts.append(1)
+        return real_writing(factory)
+
+    monkeypatch.setattr(rigbook.hub.repository, "writing", counted)
+    hub = make_hub(
+        limits=Limits(writes_per_token=Rate(limit=0), auth_failures_per_address=Rate(limit=0))
+    )
+    attempts.clear()  # the catalog's import
+    outside = sqlite3.connect(sqlite_path(db_url), isolation_level=None)
+    outside.execute("BEGIN IMMEDIATE")
+    try:
+        answer = hub.client.post(
+            "/api/v1/recipes", json=seed_record | {"title": "blocked"}, headers=hub.auth
+        )
+    finally:
+        outside.rollback()
+        outside.close()
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "E_DB"
+    assert len(attempts) == 1

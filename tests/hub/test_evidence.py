@@ -107,12 +107,12 @@ def test_a_journal_backed_result_is_verified_and_shown_so(hub, journal_result):
         "/api/v1/leaderboard.json", params={"recipe": "synthetic-on-cpu"}
     ).json()["items"]
     assert {(e["evidence"], e["published_by"]) for e in board} == {
-        ("verified-from-journal", "test-1")
+        ("consistent-with-journal", "test-1")
     }
     page = hub.client.get("/r/synthetic-on-cpu").text
-    assert page.count("measured, verified from journal") == len(journal_result.perf_points)
+    assert page.count("measured, consistent with its journal") == len(journal_result.perf_points)
     assert "test-1" in page
-    assert "verified from journal" in hub.client.get("/leaderboard").text
+    assert "consistent with its journal" in hub.client.get("/leaderboard").text
 
 
 def test_a_result_without_its_requests_is_measured_unverified(hub, journal_result):
@@ -222,7 +222,7 @@ def test_claimed_by_look_alikes_are_refused(hub, seed_record, claim):
 
 def test_hub_owned_point_fields_and_look_alike_enums_are_refused(hub, seed_record):
     point = seed_record["perf_points"][0] | {
-        "evidence": "verified-from-journal",
+        "evidence": "consistent-with-journal",
         "published_by": "alice",
     }
     point["conditions"] = (point.get("conditions") or {}) | {

@@ -8,6 +8,7 @@ import json
 from sqlalchemy import create_engine, text
 
 from rigbook.hub.app import create_app
+from rigbook.hub.freshness import VersionGate
 from rigbook.hub.leaderboard import FINDERS, METRICS, BoardPoint, Metric
 from rigbook.recipe.catalog import list_recipes
 from tests.hub.conftest import GENEROUS
@@ -106,16 +107,19 @@ def test_a_new_kind_of_number_is_ranked_only_within_its_scope(make_hub, monkeypa
 
 
 def test_etag_and_cache_control_follow_writes_from_any_app_on_the_database(make_hub, db_url):
-    a, b = (
-        make_hub(),
-        make_hub(load_builtin=False),
-    )  # two workers, or two instances, on one database
+    """Two workers (or instances) on one database: a reads from memory, and sees b's write once
+    its write version is read again, within the stated interval (a scripted clock here)."""
+    a, b = make_hub(), make_hub(load_builtin=False)
+    now = [0.0]
+    a.app.state.version = VersionGate(a.app.state.sessions, 0.1, clock=lambda: now[0])
     first = a.client.get(BOARD)
     etag = first.headers["etag"]
     assert first.headers["cache-control"] == "public, max-age=10"
     assert b.client.get(BOARD).headers["etag"] == etag
     not_modified = a.client.get(BOARD, headers={"if-none-match": etag})
     assert not_modified.status_code == 304 and not_modified.content == b""
+    recipe = a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json")
+    page = a.client.get(f"/r/{SMALL_SLUG}").text
     assert (
         b.client.post(
             f"/api/v1/recipes/{SMALL_SLUG}/results",
@@ -124,15 +128,27 @@ def test_etag_and_cache_control_follow_writes_from_any_app_on_the_database(make_
         ).status_code
         == 201
     )
-    after = a.client.get(
-        BOARD, headers={"if-none-match": etag}
-    )  # a cached the old page; the version moved
+    # b sees its own write at once
+    assert b.client.get(BOARD).headers["etag"] != etag
+    assert (
+        b.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").headers["etag"] != recipe.headers["etag"]
+    )
+    # a, within the interval, still answers from memory: the staleness the docs state
+    now[0] += 0.05
+    assert a.client.get(BOARD, headers={"if-none-match": etag}).status_code == 304
+    assert a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json").content == recipe.content
+    assert a.client.get(f"/r/{SMALL_SLUG}").text == page
+    # past it, a reads the version again and every answer follows the write
+    now[0] += 0.05
+    after = a.client.get(BOARD, headers={"if-none-match": etag})
     assert after.status_code == 200 and after.headers["etag"] != etag
     assert any(e["evidence"] == "measured-unverified" for e in after.json()["items"])
-    recipe = a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json")
+    fresh = a.client.get(f"/api/v1/recipes/{SMALL_SLUG}.json")
+    assert fresh.headers["etag"] != recipe.headers["etag"]
+    assert "900.3" in a.client.get(f"/r/{SMALL_SLUG}").text and "900.3" not in page
     assert (
         a.client.get(
-            f"/api/v1/recipes/{SMALL_SLUG}.json", headers={"if-none-match": recipe.headers["etag"]}
+            f"/api/v1/recipes/{SMALL_SLUG}.json", headers={"if-none-match": fresh.headers["etag"]}
         ).status_code
         == 304
     )
