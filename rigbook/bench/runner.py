@@ -238,7 +238,7 @@ async def _run(
                     index, conc, spec, plan, sampler, journal, stop, progress, pool
                 )
                 cells.append(cell)
-                if cell.client_bound and cell.client:
+                if cell.client and cell.client.reason:
                     warnings.append(
                         f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}"
                     )
