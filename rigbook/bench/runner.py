@@ -42,6 +42,7 @@ from rigbook.bench.scheduler import (
     run_burst,
     run_sustained,
     until_done_or_stopped,
+    warned,
 )
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
@@ -238,7 +239,7 @@ async def _run(
                     index, conc, spec, plan, sampler, journal, stop, progress, pool
                 )
                 cells.append(cell)
-                if cell.client and cell.client.reason:
+                if cell.client and warned(cell.client):
                     warnings.append(
                         f"W_CLIENT_BOUND: cell {index} (concurrency {conc}): {cell.client.reason}"
                     )

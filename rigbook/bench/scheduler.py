@@ -116,6 +116,14 @@ TOLERANCE = 0.01
 # The figures whose mark takes the cell's perf point away (client_bound); a marked TTFT or
 # per-token gap leaves the rates standing.
 RATES = ("aggregate_tok_s", "per_request_decode_tok_s")
+# The figures a perf point publishes: a mark on one of them is warned of (W_CLIENT_BOUND); a mark
+# on the per-token gaps only is kept in the cell.
+PUBLISHED = (*RATES, "ttft_ms")
+
+
+def warned(load: ClientLoad) -> bool:
+    """Whether the cell's W_CLIENT_BOUND is due: a published figure is marked."""
+    return any(name in PUBLISHED for name in load.marked)
 
 
 def stall_limit_ms(itl_ms: float | None) -> float:

@@ -16,7 +16,7 @@ from rigbook.bench.assemble import perf_point
 from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
-from rigbook.bench.scheduler import TOLERANCE, judge_client
+from rigbook.bench.scheduler import TOLERANCE, judge_client, warned
 from tests.bench.helpers import bench, streamed, synthetic_server
 from tests.conftest import scripted_server
 
@@ -208,3 +208,11 @@ def test_a_token_after_the_role_in_one_read_moves_no_ttft():
     load, _ = _read([SSE, ROLE + token("a"), token("b"), END], pause_s=0.2)
     assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 20.0
     assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
+
+
+def test_only_a_published_figure_is_warned_of():
+    """Marked per-token gaps stay in the cell; a marked TTFT or rate gives W_CLIENT_BOUND."""
+    gaps = judge_client(kernel(0.0, 12.0, 0.0), one_lane(2, 200, 0.02))
+    ttft = judge_client(kernel(5.0, 0.0, 0.0), one_lane(2, 200, 0.02))
+    assert gaps.marked == ["itl_ms_worst_p99"] and not warned(gaps)
+    assert "ttft_ms" in ttft.marked and warned(ttft)
