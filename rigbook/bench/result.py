@@ -161,6 +161,12 @@ class ClientLoad(Model):
         description="Kernel stamps only: as merged_read_worst_ms, for the reads that brought a "
         "stream's first token with later bytes: no TTFT moved further than this.",
     )
+    last_read_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: as merged_read_worst_ms, for the reads that held a "
+        "stream's last token with later bytes (the read that ends a stream left out): no "
+        "stream's end of tokens, on which its rate ends, moved further than this.",
+    )
     end_late_worst_ms: float | None = Field(
         default=None,
         description="Kernel stamps only: the longest the event loop took to take a stream's end "
@@ -471,6 +477,7 @@ LATER_FIELDS = frozenset(
         "next_request_late_worst_ms",
         "unstamped_reads",
         "first_read_worst_ms",
+        "last_read_worst_ms",
         "moved",
         "marked",
     }

@@ -156,11 +156,17 @@ def _rate_moved(counted: list[RequestRecord], early_ms: float, late_ms: float) -
 
 
 def moved_by_client(
-    records: list[RequestRecord], *, first_ms: float, token_ms: float, turnover_ms: float
+    records: list[RequestRecord],
+    *,
+    first_ms: float,
+    last_ms: float,
+    token_ms: float,
+    turnover_ms: float,
 ) -> ClientMoved:
     """Per figure, how far the client could have moved it, as a share of it. ``first_ms`` bounds
-    how late a first token was stamped, ``token_ms`` any later token, and ``turnover_ms`` how late
-    a lane's next request went out after its stream ended (which idles the server's slot)."""
+    how late a stream's first token was stamped, ``last_ms`` its last (where a rate ends),
+    ``token_ms`` any other, and ``turnover_ms`` how late a lane's next request went out after its
+    stream ended (which idles the server's slot)."""
     counted = [r for r in records if r.ok or r.cut_at_window]
     ttft = _median(
         [1000.0 * (r.first_token_s - r.sent_s) for r in counted if r.first_token_s is not None]
@@ -171,11 +177,14 @@ def moved_by_client(
     lanes = concurrency_reached(records) or 1
     turnovers = max(0, math.ceil(len(records) / lanes) - 1)
     itl_p99 = max((r.itl_ms.p99 for r in counted if r.itl_ms.p99), default=None)
+    # A burst's span ends on its last token; a sustained window counts every token stamped inside
+    # it, so any late stamp may move a token across its end.
+    end_ms = max(last_ms, token_ms) if any(r.cut_at_window for r in records) else last_ms
     return ClientMoved(
-        aggregate_tok_s=(token_ms + turnovers * turnover_ms) / span if span else None,
-        per_request_decode_tok_s=_rate_moved(counted, first_ms, token_ms),
+        aggregate_tok_s=(end_ms + turnovers * turnover_ms) / span if span else None,
+        per_request_decode_tok_s=_rate_moved(counted, first_ms, last_ms),
         ttft_ms=first_ms / ttft if ttft else None,
-        itl_ms_worst_p99=max(first_ms, token_ms) / itl_p99 if itl_p99 else None,
+        itl_ms_worst_p99=max(first_ms, last_ms, token_ms) / itl_p99 if itl_p99 else None,
     )
 
 
@@ -210,10 +219,16 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
         # its turnover.
         first = load.first_read_worst_ms or 0.0
         token = load.merged_read_worst_ms or 0.0
+        # Results from before the last token's read was measured apart: any merged read's window.
+        last = load.last_read_worst_ms if load.last_read_worst_ms is not None else token
         turnover = load.next_request_late_worst_ms or 0.0
-        moved = moved_by_client(records, first_ms=first, token_ms=token, turnover_ms=turnover)
+        moved = moved_by_client(
+            records, first_ms=first, last_ms=last, token_ms=token, turnover_ms=turnover
+        )
         if first:
             causes.append(f"a read held a stream's first token and later bytes ({first:.1f} ms)")
+        if last:
+            causes.append(f"a read held a stream's last token and later bytes ({last:.1f} ms)")
         if token:
             causes.append(f"a read held a token and later bytes of its stream ({token:.1f} ms)")
         if turnover:
@@ -225,7 +240,9 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
         stall = load.stall_worst_bound_ms
         if stall is None:
             stall = load.loop_lag_worst_ms or 0.0
-        moved = moved_by_client(records, first_ms=stall, token_ms=stall, turnover_ms=stall)
+        moved = moved_by_client(
+            records, first_ms=stall, last_ms=stall, token_ms=stall, turnover_ms=stall
+        )
         busy = load.worst_stall_cpu_ms
         cause = (
             ""

@@ -476,6 +476,7 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         timestamps="kernel" if loads and all(x.timestamps == "kernel" for x in loads) else None,
         merged_read_worst_ms=_max(x.merged_read_worst_ms for x in loads),
         first_read_worst_ms=_max(x.first_read_worst_ms for x in loads),
+        last_read_worst_ms=_max(x.last_read_worst_ms for x in loads),
         end_late_worst_ms=_max(x.end_late_worst_ms for x in loads),
         next_request_late_worst_ms=_max(x.next_request_late_worst_ms for x in loads),
         unstamped_reads=_sum_counts(x.unstamped_reads for x in loads),

@@ -53,12 +53,16 @@ def one_lane(requests: int, tokens: int, gap_s: float) -> list[RequestRecord]:
     ]
 
 
-def kernel(first_ms: float, merged_ms: float, turnover_ms: float) -> ClientLoad:
+def kernel(
+    first_ms: float, merged_ms: float, turnover_ms: float, last_ms: float | None = None
+) -> ClientLoad:
+    """A compiled client's load; the last token's read as wide as any merged one unless set."""
     return ClientLoad(
         loop_lag_ms=distribution([0.1]),
         timestamps="kernel",
         first_read_worst_ms=first_ms,
         merged_read_worst_ms=merged_ms,
+        last_read_worst_ms=merged_ms if last_ms is None else last_ms,
         end_late_worst_ms=0.1,
         next_request_late_worst_ms=turnover_ms,
         cpu_s=0.1,
@@ -81,6 +85,18 @@ def test_a_good_cell_keeps_its_rates():
     assert judged.marked == ["itl_ms_worst_p99"]
     assert not judged.client_bound
     assert "itl_ms_worst_p99" in (judged.reason or "")
+
+
+def test_a_wide_merge_mid_stream_moves_no_rate():
+    """llama-server writes two tokens at once where one ends inside a UTF-8 character: the
+    reader, waiting in epoll_wait since the previous token, measures the pair's read as wide as
+    the gap (190 ms at 7 tok/s). It can move the per-token gaps, not a rate, which ends on the
+    last token (read alone here): the embedded server's one-user cells lost their rates to it."""
+    judged = judge_client(kernel(0.0, 190.0, 5.0, last_ms=0.0), one_lane(2, 48, 0.14))
+    assert not judged.client_bound, judged.reason
+    assert judged.marked == ["itl_ms_worst_p99"]
+    # the same merge on a stream's last token does move its rate
+    assert judge_client(kernel(0.0, 190.0, 5.0), one_lane(2, 48, 0.14)).client_bound
 
 
 def test_a_ttft_moved_past_the_tolerance_is_marked_and_the_rates_stand():
@@ -199,6 +215,19 @@ def test_a_late_first_read_bounds_the_ttft_it_moved(monkeypatch):
     )
     judged = judge_client(load, [record])
     assert "ttft_ms" in judged.marked
+
+
+@needs_reader
+def test_two_tokens_written_at_once_mid_stream_are_kept_from_the_rates():
+    """A server that writes two tokens in one write mid-stream, 100 ms after the one before: the
+    reader (waiting in epoll_wait) reads them together, a merged read 100 ms wide, but the last
+    token came alone, so nothing bounds a rate but its own read."""
+    pieces = [SSE + ROLE, token("a"), token("b") + token("c"), token("d"), END]
+    load, raw = _read(pieces, pause_s=0.1)
+    assert raw.error is None and len(raw.times) == 4
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms >= 50.0
+    assert load.last_read_worst_ms is not None and load.last_read_worst_ms < 20.0
+    assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 20.0
 
 
 @needs_reader
