@@ -89,9 +89,9 @@ def test_a_good_cell_keeps_its_rates():
 
 def test_a_wide_merge_mid_stream_moves_no_rate():
     """llama-server writes two tokens at once where one ends inside a UTF-8 character: the
-    reader, waiting in epoll_wait since the previous token, measures the pair's read as wide as
-    the gap (190 ms at 7 tok/s). It can move the per-token gaps, not a rate, which ends on the
-    last token (read alone here): the embedded server's one-user cells lost their rates to it."""
+    reader, waiting in epoll_wait since the previous token, measures the pair's read about as
+    wide as the gap. It can move the per-token gaps, not a rate, which ends on the last token
+    (read alone here): the embedded server's cells lost their rates to it."""
     judged = judge_client(kernel(0.0, 190.0, 5.0, last_ms=0.0), one_lane(2, 48, 0.14))
     assert not judged.client_bound, judged.reason
     assert judged.marked == ["itl_ms_worst_p99"]
