@@ -197,14 +197,15 @@ def _read(pieces: list[bytes], pause_s: float) -> tuple[ClientLoad, RawRequest]:
 
 @needs_reader
 def test_a_late_first_read_bounds_the_ttft_it_moved(monkeypatch):
-    """The reader, held to a 250 ms pace, reads the role event at once, then the first token
-    (written 40 ms later) together with the second (80 ms): the first carries the second's stamp,
-    a TTFT 40 ms long. The read that brings the first token is measured apart, its window is at
-    least the error, and the judgement marks the TTFT. Before, that read was left out of the
-    merged-read check and the TTFT went unmarked."""
+    """The reader, held to a 250 ms pace, reads the reply's head at once, then the role event
+    and the first token (written 40 ms later) together with the second (80 ms): the first carries
+    the second's stamp, a TTFT 40 ms long. The read that brings the first token is measured
+    apart, its window is at least the error, and the judgement marks the TTFT. Before, the read
+    that brought a stream's first events was left out of the merged-read check: no figure said
+    it, and the cell was valid with its TTFT twice the truth."""
     monkeypatch.setattr(compiled, "PACE_MIN_S", 0.25)
     monkeypatch.setattr(compiled, "PACE_MAX_S", 0.25)
-    load, raw = _read([SSE + ROLE, token("a"), token("b"), *[b""] * 6, END], pause_s=0.04)
+    load, raw = _read([SSE, ROLE + token("a"), token("b"), *[b""] * 6, END], pause_s=0.04)
     assert raw.error is None and len(raw.times) == 2
     moved_ms = 1000.0 * (raw.times[0] - raw.sent) - 40.0
     assert moved_ms >= 30.0  # a merged read stamped it with the second token's arrival
