@@ -481,8 +481,8 @@ _ALL = [
         "warning",
         None,
         "bench",
-        "The client may have stalled longer than the cell's stall limit (half the gap between a stream's events), so it, not the server, may have set the numbers of a cell: the Python client's loop stalled, or the compiled client read several events of a stream at once or took a stream's end late.",
-        "Run the client on a less loaded machine, lower the concurrency or spread it with --workers; the cell is marked client_bound and its reason says which.",
+        "The client's measured lag could have moved a published figure of a cell (its aggregate, its per-request rate or its TTFT) by more than 1 %: the Python client's loop stalled, or the compiled client read a token together with later bytes of its stream or sent a lane's next request late. A marked rate keeps the cell out of perf points; a marked TTFT only leaves the point's ttft_ms out.",
+        "Run the client on a less loaded machine, lower the concurrency or spread it with --workers; the cell's client.marked lists the figures and its reason says by how much and why.",
     ),
     _c(
         Code.W_SERVER_COUNT,

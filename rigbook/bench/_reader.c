@@ -9,7 +9,8 @@
  * receive stamp (SO_TIMESTAMPNS): a late read moves no timestamp. What a late read can blur is
  * when it holds several events of one stream: they all carry the stamp of the last byte, and the
  * earlier ones arrived at some time since the stream was last seen empty. The thread keeps the
- * longest such window (`merged_worst`), which bounds how far any token's timestamp moved.
+ * longest such window (`merged_worst`; `first_worst` for the reads that bring a stream's first
+ * token, which bounds how far a TTFT moved), which bounds how far any token's timestamp moved.
  *
  * An event that is one token and nothing else (nearly all of a stream's) is read here
  * (_reader_events.c) and handed over in runs, as arrays; every other event (a finish reason,
@@ -123,6 +124,11 @@ typedef struct {
     long reads;
     int in_read;      /* events completed by the read being fed */
     int tokens_in_read; /* of them, token events (read in C) */
+    int bearer_in_read; /* of them, events that may bear a token: any but a stream's first */
+    int after_token;  /* of them, events completed after one that may bear a token */
+    int after_latest; /* of them, events completed after the latest that may bear a token */
+    int had_token;    /* an earlier read held an event that may bear a token */
+    double last_window; /* the merged window of the read that held its latest token; 0: none */
     double last_token; /* when its latest token event arrived; 0: none yet */
 } Stream;
 
@@ -143,7 +149,7 @@ typedef struct {
     /* the cell's watch, reset by stats(reset=True) */
     double *lags;
     size_t nlags, lags_cap;
-    double lag_worst, merged_worst, read_gap_worst;
+    double lag_worst, merged_worst, first_worst, last_worst, read_gap_worst;
     long rounds, reads;
     long unstamped;    /* reads of data that came without the kernel's receive stamp */
 } Reader;
@@ -183,6 +189,8 @@ static void end(Reader *r, Stream *s) {
     }
     s->ended = 1;
     s->ended_at = now_of(CLOCK_MONOTONIC);
+    /* The stream's last token: what a per-request rate and a burst's aggregate end on. */
+    if (s->last_window > r->last_worst) r->last_worst = s->last_window;
     r->ended_waiting = 1;
     mark_dirty(r, s);
 }
@@ -190,6 +198,15 @@ static void end(Reader *r, Stream *s) {
 static void fail(Reader *r, Stream *s, const char *why) {
     if (s->error[0] == 0) snprintf(s->error, sizeof s->error, "%s", why);
     end(r, s);
+}
+
+/* Whether an event the C reading left to Python may carry a token: it names a field that does.
+ * A finish or usage event without one (`"delta":{}`) carries none. */
+static int may_bear(const char *p, size_t n) {
+    static const char *const keys[] = {"\"content\"", "\"reasoning", "\"tool_calls\"", "\"text\""};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        if (memmem(p, n, keys[k], strlen(keys[k])) != NULL) return 1;
+    return 0;
 }
 
 static void emit(Reader *r, Stream *s, const char *p, size_t n, double t) {
@@ -203,6 +220,14 @@ static void emit(Reader *r, Stream *s, const char *p, size_t n, double t) {
         fail(r, s, "dropped: the client ran out of memory");
         return;
     }
+    /* A token the C reading knows, or an event that names a token's field and is not the
+     * stream's first (a token with details goes to Python's parser; the first event may be the
+     * role event, which names "content" too). */
+    int bearer = is_token || ((s->in_read > 0 || s->last_arrival > 0.0) && may_bear(p, n));
+    s->after_token += s->bearer_in_read > 0;
+    s->after_latest = bearer ? 0 : s->after_latest + (s->bearer_in_read > 0);
+    if (bearer) s->last_window = 0.0;
+    s->bearer_in_read += bearer;
     s->in_read++;
     s->tokens_in_read += is_token;
     mark_dirty(r, s);
@@ -467,7 +492,7 @@ static int partial(const Stream *s) { return s->sse.len > 0 || (s->phase == CHUN
  * to read (its previous epoll_wait): every byte read now arrived after it. */
 static void read_stream(Reader *r, Stream *s, char *buffer, double t, double real_minus_mono, double since, int hup) {
     char control[CMSG_SPACE(sizeof(struct timespec))];
-    s->in_read = s->tokens_in_read = 0;
+    s->in_read = s->tokens_in_read = s->bearer_in_read = s->after_token = s->after_latest = 0;
     double arrival = t;
     for (;;) {
         struct iovec into = {.iov_base = buffer, .iov_len = READ_SIZE};
@@ -498,21 +523,28 @@ static void read_stream(Reader *r, Stream *s, char *buffer, double t, double rea
          * edge, so it is read now (else the stream would wait for its stall limit). */
         if (((size_t)got < READ_SIZE && !hup) || s->ended) break;
     }
-    /* A read that held several events of the stream, or a token and the start of a later event,
-     * stamped the earlier ones with the later bytes' arrival (the kernel merges data waiting in a
-     * socket into one buffer, which keeps the newest stamp): by at most the window from when the
-     * thread last saw the stream empty to the last byte's stamp. A read that ends its stream is
-     * left out: the events after the last token (finish reason, usage, [DONE]) carry no token and
-     * servers write them at once after it. So is the read that brings a stream's first events:
-     * its window would span the TTFT, during which the thread was blocked in epoll_wait (which
-     * wakes at the first byte), and servers write the role event and the first token together
-     * (llama-server: a 124 ms "merge" in every cell). */
-    int merged = s->in_read >= 2 || (s->tokens_in_read > 0 && partial(s));
-    if (merged && !s->ended && s->last_arrival > 0.0) {
+    /* A read that held a token and bytes after it stamped the token with the later bytes' arrival
+     * (the kernel merges data waiting in a socket into one buffer, which keeps the newest stamp):
+     * by at most the window from when the thread last saw the stream empty to the last byte's
+     * stamp. Events before a stream's first token (the role event) move no token, so a read of
+     * the role and the first token is no merged read; llama-server writes them together. A read
+     * that ends its stream is left out: the events after the last token (finish reason, usage,
+     * [DONE]) carry no token and servers write them at once after it. The read that brings a
+     * stream's first token is kept apart (`first_worst`): its window bounds how far the TTFT
+     * moved, which is judged against the TTFT, not against the gap between tokens. The window of
+     * the read that held a stream's last token, with bytes after it, is kept too (`last_worst`,
+     * taken as the stream ends): a rate ends on that token, and a read that merged two tokens
+     * mid-stream (llama-server writes two at once where one ends inside a UTF-8 character)
+     * moves no rate. */
+    int merged = s->after_token > 0 || (s->bearer_in_read > 0 && partial(s));
+    if (merged && !s->ended) {
         double from = since > s->drained ? since : s->drained;
         double window = arrival - from;
-        if (window > r->merged_worst) r->merged_worst = window;
+        double *worst = s->had_token ? &r->merged_worst : &r->first_worst;
+        if (window > *worst) *worst = window;
+        if (s->after_latest > 0 || partial(s)) s->last_window = window;
     }
+    if (s->bearer_in_read > 0) s->had_token = 1;
     if (s->in_read > 0) s->last_arrival = arrival;
     /* The pace follows the gap between a stream's token events. Not between any two events: a
      * server that sends the role event at once and the first token after the prefill (vLLM) made
@@ -913,13 +945,13 @@ static PyObject *Reader_stats(Reader *r, PyObject *args, PyObject *kw) {
     lock(r);
     PyObject *lags = PyList_New(r->nlags);
     for (size_t k = 0; lags && k < r->nlags; k++) PyList_SET_ITEM(lags, k, PyFloat_FromDouble(r->lags[k]));
-    PyObject *out = lags ? Py_BuildValue("{s:N,s:d,s:d,s:d,s:l,s:l,s:l,s:d,s:d}", "lags", lags, "lag_worst", r->lag_worst,
-                                         "merged_worst", r->merged_worst, "read_gap_worst", r->read_gap_worst,
+    PyObject *out = lags ? Py_BuildValue("{s:N,s:d,s:d,s:d,s:d,s:d,s:l,s:l,s:l,s:d,s:d}", "lags", lags, "lag_worst", r->lag_worst,
+                                         "merged_worst", r->merged_worst, "first_worst", r->first_worst, "last_worst", r->last_worst, "read_gap_worst", r->read_gap_worst,
                                          "rounds", r->rounds, "reads", r->reads, "unstamped", r->unstamped, "gap", r->gap,
                                          "pace", pace_of(r))
                          : NULL;
     if (reset) {
-        r->nlags = 0, r->lag_worst = r->merged_worst = r->read_gap_worst = 0.0, r->rounds = r->reads = r->unstamped = 0;
+        r->nlags = 0, r->lag_worst = r->merged_worst = r->first_worst = r->last_worst = r->read_gap_worst = 0.0, r->rounds = r->reads = r->unstamped = 0;
     }
     pthread_mutex_unlock(&r->mu);
     return out;

@@ -13,7 +13,9 @@ parser's on real servers' events and on fuzzed ones.
 
 The client's watch on itself needs no timer. What a late read can distort is only the timestamps of
 a read that held several events of one stream, and the reader measures that window at every such
-read (``ClientLoad.merged_read_worst_ms``). What a late event loop can distort is when a lane's next
+read (``ClientLoad.merged_read_worst_ms``; ``first_read_worst_ms`` for the reads that bring a
+stream's first token, which bounds how far a TTFT moved; ``last_read_worst_ms`` for those that
+held a stream's last token, which bounds how far a rate moved). What a late event loop can distort is when a lane's next
 request goes out, so the client keeps how late it took each stream's end
 (``ClientLoad.end_late_worst_ms``) and how long after a stream's end its lane's next request went
 out, less the connect's handshake as the kernel measured it (``ClientLoad.next_request_late_worst_ms``).
@@ -271,6 +273,8 @@ class CompiledClient:
             read_gap_worst_ms=1000.0 * stats["read_gap_worst"],
             timestamps="kernel",
             merged_read_worst_ms=1000.0 * stats["merged_worst"],
+            first_read_worst_ms=1000.0 * stats["first_worst"],
+            last_read_worst_ms=1000.0 * stats["last_worst"],
             end_late_worst_ms=1000.0 * self._end_late,
             next_request_late_worst_ms=1000.0 * self._next_late,
             unstamped_reads=stats["unstamped"],

@@ -121,6 +121,20 @@ class WorkerLoad(Model):
     )
 
 
+class ClientMoved(Model):
+    """How far the client's measured lag could have moved each of a cell's figures, as a share of
+    the figure (0.01: 1 %); null where the cell has no such figure."""
+
+    aggregate_tok_s: float | None = None
+    per_request_decode_tok_s: float | None = Field(
+        default=None, description="Its median (itl_ms, its inverse, moves as much)."
+    )
+    ttft_ms: float | None = Field(
+        default=None, description="Its median (ttfct_ms and prefill_tok_s follow it)."
+    )
+    itl_ms_worst_p99: float | None = None
+
+
 class ClientLoad(Model):
     """How hard the client itself worked during a cell, to tell a slow client from a slow server."""
 
@@ -142,6 +156,17 @@ class ClientLoad(Model):
         description="Kernel stamps only: the longest time over which a read that held several "
         "events of one stream may have received the earlier ones. They carry the stamp of the "
         "read's last byte, so no timestamp moved further than this.",
+    )
+    first_read_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: as merged_read_worst_ms, for the reads that brought a "
+        "stream's first token with later bytes: no TTFT moved further than this.",
+    )
+    last_read_worst_ms: float | None = Field(
+        default=None,
+        description="Kernel stamps only: as merged_read_worst_ms, for the reads that held a "
+        "stream's last token with later bytes (the read that ends a stream left out): no "
+        "stream's end of tokens, on which its rate ends, moved further than this.",
     )
     end_late_worst_ms: float | None = Field(
         default=None,
@@ -188,7 +213,18 @@ class ClientLoad(Model):
         default=None,
         description="cpu_s over all processes per token: the cost of a token in one process.",
     )
-    client_bound: bool
+    client_bound: bool = Field(
+        description="The client could have moved the aggregate or the per-request rate by more "
+        "than the tolerance: the cell gives no perf point."
+    )
+    moved: ClientMoved | None = Field(
+        default=None, description="Per figure, how far the client could have moved it."
+    )
+    marked: list[str] = Field(
+        default_factory=list,
+        description="The figures whose bound in moved exceeds the tolerance (1 %): not to be "
+        "believed; the others hold.",
+    )
     reason: str | None = None
     workers: int | None = Field(
         default=None,
@@ -473,6 +509,10 @@ LATER_FIELDS = frozenset(
         "unstamped_reads",
         "repeat",
         "intervals",
+        "first_read_worst_ms",
+        "last_read_worst_ms",
+        "moved",
+        "marked",
     }
 )
 

@@ -44,6 +44,7 @@ from rigbook.bench.scheduler import (
     run_burst,
     run_sustained,
     until_done_or_stopped,
+    warned,
 )
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
@@ -284,7 +285,7 @@ async def _run(
 
 def _cell_warnings(cell: Cell) -> list[str]:
     found = []
-    if cell.client_bound and cell.client:
+    if cell.client and warned(cell.client):
         found.append(
             f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): {cell.client.reason}"
         )

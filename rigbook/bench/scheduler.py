@@ -9,14 +9,16 @@ count toward the aggregate.
 from __future__ import annotations
 
 import asyncio
+import math
+import statistics
 import time
 from array import array
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rigbook.bench.client import RawRequest, ReadWatch
-from rigbook.bench.metrics import distribution
-from rigbook.bench.result import ClientLoad, RequestRecord
+from rigbook.bench.metrics import concurrency_reached, distribution
+from rigbook.bench.result import ClientLoad, ClientMoved, RequestRecord
 
 # send(i, raw) streams request i into ``raw``, so a stream cut mid-way keeps what it received.
 Send = Callable[[int, RawRequest], Coroutine[Any, Any, None]]
@@ -103,22 +105,93 @@ class ClientMonitor:
 
 
 # A stall longer than this share of the inter-token gap moves token timestamps by a visible
-# part of a gap; the floor is the ticker's own resolution.
+# part of a gap; the floor is the ticker's own resolution. It sets the ticker's period.
 STALL_SHARE = 0.5
 STALL_FLOOR_MS = 2.0
 # The ticker's period as a share of the stall limit: stalls between (1 - TICK_SHARE) x limit and
 # the limit may be flagged, and every longer one is.
 TICK_SHARE = 0.25
+# How far the client may have moved a figure, as a share of it, before the figure is marked.
+TOLERANCE = 0.01
+# The figures whose mark takes the cell's perf point away (client_bound); a marked TTFT or
+# per-token gap leaves the rates standing.
+RATES = ("aggregate_tok_s", "per_request_decode_tok_s")
+# The figures a perf point publishes: a mark on one of them is warned of (W_CLIENT_BOUND); a mark
+# on the per-token gaps only is kept in the cell.
+PUBLISHED = (*RATES, "ttft_ms")
+
+
+def warned(load: ClientLoad) -> bool:
+    """Whether the cell's W_CLIENT_BOUND is due: a published figure is marked."""
+    return any(name in PUBLISHED for name in load.marked)
 
 
 def stall_limit_ms(itl_ms: float | None) -> float:
-    """The longest client stall a cell tolerates, from its median gap between a stream's events."""
+    """Half the median gap between a stream's events (at least the ticker's floor): the ticker's
+    period is a share of it, and per-token gaps move by a visible part of a gap past it."""
     return max(STALL_FLOOR_MS, STALL_SHARE * itl_ms) if itl_ms else STALL_FLOOR_MS
 
 
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _rate_moved(counted: list[RequestRecord], early_ms: float, late_ms: float) -> float | None:
+    """How far the median per-request rate may be from the truth when each request's first token
+    may have been stamped up to ``early_ms`` late and its last up to ``late_ms`` late: the true
+    span is the measured one less up to ``late_ms`` or plus up to ``early_ms``."""
+    rates, low, high = [], [], []
+    for r in counted:
+        if r.decode_tok_s is None or r.first_token_s is None or r.last_token_s is None:
+            continue
+        span = (r.last_token_s - r.first_token_s) * 1000.0
+        tokens = r.decode_tok_s * span
+        rates.append(r.decode_tok_s)
+        low.append(tokens / (span + early_ms))
+        high.append(tokens / (span - late_ms) if span > late_ms else math.inf)
+    mid, lo, hi = _median(rates), _median(low), _median(high)
+    if not mid or lo is None or hi is None:
+        return None
+    return max(mid - lo, hi - mid) / mid
+
+
+def moved_by_client(
+    records: list[RequestRecord],
+    *,
+    first_ms: float,
+    last_ms: float,
+    token_ms: float,
+    turnover_ms: float,
+) -> ClientMoved:
+    """Per figure, how far the client could have moved it, as a share of it. ``first_ms`` bounds
+    how late a stream's first token was stamped, ``last_ms`` its last (where a rate ends),
+    ``token_ms`` any other, and ``turnover_ms`` how late a lane's next request went out after its
+    stream ended (which idles the server's slot)."""
+    counted = [r for r in records if r.ok or r.cut_at_window]
+    ttft = _median(
+        [1000.0 * (r.first_token_s - r.sent_s) for r in counted if r.first_token_s is not None]
+    )
+    ends = [r.last_token_s for r in counted if r.last_token_s is not None]
+    span = 1000.0 * (max(ends) - min(r.sent_s for r in counted)) if ends else None
+    # Each lane turned over this many times at most; every turnover may have idled its slot.
+    lanes = concurrency_reached(records) or 1
+    turnovers = max(0, math.ceil(len(records) / lanes) - 1)
+    itl_p99 = max((r.itl_ms.p99 for r in counted if r.itl_ms.p99), default=None)
+    # A burst's span ends on its last token; a sustained window counts every token stamped inside
+    # it, so any late stamp may move a token across its end.
+    end_ms = max(last_ms, token_ms) if any(r.cut_at_window for r in records) else last_ms
+    return ClientMoved(
+        aggregate_tok_s=(end_ms + turnovers * turnover_ms) / span if span else None,
+        per_request_decode_tok_s=_rate_moved(counted, first_ms, last_ms),
+        ttft_ms=first_ms / ttft if ttft else None,
+        itl_ms_worst_p99=max(first_ms, last_ms, token_ms) / itl_p99 if itl_p99 else None,
+    )
+
+
 def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
-    """Decide whether the client could have distorted the cell's numbers: whether its longest
-    stall may have exceeded :func:`stall_limit_ms`. How busy its CPU was decides nothing by
+    """Decide, per figure of the cell, whether the client could have moved it by more than
+    :data:`TOLERANCE`, and mark those (``marked``); the cell is ``client_bound`` (no perf point)
+    only when its aggregate or per-request rate is marked. How busy its CPU was decides nothing by
     itself: a busy client that kept up moved no timestamp.
 
     Only a cell that streamed tokens can have been limited by its client: when the server
@@ -133,41 +206,43 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
     )
     itl = gaps[len(gaps) // 2] if gaps else None
     per_token = load.cpu_s * 1e6 / tokens if tokens else None
-    limit = stall_limit_ms(itl)
-    # The longest stall is at most the longest interval between the ticker's wakes (results
-    # measured before that bound was kept have only the ticker's lateness).
-    stall = load.stall_worst_bound_ms
-    if stall is None:
-        stall = load.loop_lag_worst_ms
-    reasons = []
+    update: dict = {"cpu_us_per_token": per_token, "stall_limit_ms": stall_limit_ms(itl)}
+    if not tokens:
+        return load.model_copy(update={**update, "client_bound": False, "reason": None})
+    causes = []
     if load.timestamps == "kernel":
-        # Kernel stamps: a late read moves a timestamp only when it held several events of one
-        # stream, and then by at most the window it measured; a late loop delays the next request,
-        # which the turnover measures. A stream's end taken late (end_late_worst_ms) moves nothing
-        # by itself: its end time is the reader's, and a lane with a next request shows the delay
-        # in its turnover; judged on its own it flagged a 256-stream burst whose last ends, with
-        # no request after them, were taken 4.9 ms late (limit 3.1 ms).
-        moved = load.merged_read_worst_ms or 0.0
+        # Kernel stamps: a late read moves a token's stamp only when it held the token and later
+        # bytes of its stream, and then by at most the window it measured (the read that brought
+        # the first token apart, for the TTFT); a late loop delays a lane's next request, which
+        # the turnover measures. A stream's end taken late (end_late_worst_ms) moves nothing by
+        # itself: its end time is the reader's, and a lane with a next request shows the delay in
+        # its turnover.
+        first = load.first_read_worst_ms or 0.0
+        token = load.merged_read_worst_ms or 0.0
+        # Results from before the last token's read was measured apart: any merged read's window.
+        last = load.last_read_worst_ms if load.last_read_worst_ms is not None else token
         turnover = load.next_request_late_worst_ms or 0.0
-        gap = f"limit {limit:.1f} ms, {STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap"
-        if tokens and moved > limit:
-            reasons.append(
-                f"a read held several events of one stream, the earlier ones stamped up to "
-                f"{moved:.1f} ms late ({gap} between a stream's events; the reader woke up to "
-                f"{load.loop_lag_worst_ms or 0:.1f} ms late)"
-            )
-        if tokens and load.unstamped_reads:
-            reasons.append(
-                f"{load.unstamped_reads} reads came without the kernel's receive stamp, so their "
-                "events carry when the reader woke, which this client does not bound (this "
-                "kernel: use --client python)"
-            )
-        if tokens and turnover > limit:
-            reasons.append(
-                f"a lane's next request went out up to {turnover:.1f} ms after its stream ended, "
-                f"the connect's round trip left out ({gap} between a stream's events)"
-            )
-    elif tokens and stall is not None and stall > limit:
+        moved = moved_by_client(
+            records, first_ms=first, last_ms=last, token_ms=token, turnover_ms=turnover
+        )
+        if first:
+            causes.append(f"a read held a stream's first token and later bytes ({first:.1f} ms)")
+        if last:
+            causes.append(f"a read held a stream's last token and later bytes ({last:.1f} ms)")
+        if token:
+            causes.append(f"a read held a token and later bytes of its stream ({token:.1f} ms)")
+        if turnover:
+            causes.append(f"a lane's next request went out up to {turnover:.1f} ms late")
+    else:
+        # Stamped as read: every stamp is up to the longest stall late, and so is each next
+        # request. The longest stall is at most the longest interval between the ticker's wakes
+        # (results measured before that bound was kept have only the ticker's lateness).
+        stall = load.stall_worst_bound_ms
+        if stall is None:
+            stall = load.loop_lag_worst_ms or 0.0
+        moved = moved_by_client(
+            records, first_ms=stall, last_ms=stall, token_ms=stall, turnover_ms=stall
+        )
         busy = load.worst_stall_cpu_ms
         cause = (
             ""
@@ -176,16 +251,37 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
             if busy >= 0.5 * stall
             else f"; it ran only {busy:.0f} ms of it: blocked, or the machine did not schedule it"
         )
-        reasons.append(
-            f"client stalled up to {stall:.1f} ms (at least {load.loop_lag_worst_ms or 0:.1f} ms; "
-            f"limit {limit:.1f} ms, {STALL_SHARE:.0%} of the {itl or 0:.1f} ms median gap between "
-            f"a stream's events{cause})"
+        causes.append(
+            f"client stalled up to {stall:.1f} ms (at least {load.loop_lag_worst_ms or 0:.1f} ms"
+            f"{cause})"
+        )
+    bounds = moved.model_dump()
+    if load.timestamps == "kernel" and load.unstamped_reads:
+        # Stamped when the reader woke, which nothing here bounds: every figure is in doubt.
+        marked = [name for name, share in bounds.items() if share is not None]
+        reasons = [
+            f"{load.unstamped_reads} reads came without the kernel's receive stamp, so their "
+            "events carry when the reader woke, which this client does not bound (this "
+            "kernel: use --client python)"
+        ]
+    else:
+        marked = [name for name, share in bounds.items() if share is not None and share > TOLERANCE]
+        reasons = (
+            [
+                "the client could have moved "
+                + ", ".join(f"{name} by up to {bounds[name]:.1%}" for name in marked)
+                + f" (tolerance {TOLERANCE:.0%}): "
+                + "; ".join(causes)
+            ]
+            if marked
+            else []
         )
     return load.model_copy(
         update={
-            "cpu_us_per_token": per_token,
-            "stall_limit_ms": limit,
-            "client_bound": bool(reasons),
+            **update,
+            "moved": moved,
+            "marked": marked,
+            "client_bound": any(name in RATES for name in marked),
             "reason": "; ".join(reasons) or None,
         }
     )

@@ -3,8 +3,8 @@
 Runs the synthetic server as its own process, one token per event (the worst
 case: one SSE event per token), at several concurrency levels. Prints, per level,
 the streamed rate, the worst per-request and the aggregate error against the
-server's own record, the client's CPU time per token, its worst stall against the
-stall limit, then the ceiling of one client process (1e6 / µs per token), that of the
+server's own record, the client's CPU time per token, how far its measured lag could have
+moved the rates and which figures it marked, then the ceiling of one client process (1e6 / µs per token), that of the
 worker processes the levels used (``--workers N``: N times it), and the highest rate the client
 ingested within 1% without being flagged client_bound.
 The machine's load average is printed before and after: on a shared machine the
@@ -30,7 +30,6 @@ from rich.table import Table
 
 from rigbook.bench.clients import ClientChoice
 from rigbook.bench.measure import MeasureRequest, measure
-from rigbook.bench.result import ClientLoad
 
 TOLERANCE = 0.01
 
@@ -65,12 +64,13 @@ def _start_server(port: int, rate: float) -> subprocess.Popen:
     raise RuntimeError("synthetic server did not start")
 
 
-def _judged_stall_ms(load: ClientLoad) -> float:
-    """The figure held against the stall limit: the Python client's longest stall, or the
-    compiled client's worst merged read or late next request (see ``judge_client``)."""
-    if load.timestamps == "kernel":
-        return max(load.merged_read_worst_ms or 0.0, load.next_request_late_worst_ms or 0.0)
-    return load.stall_worst_bound_ms or 0.0
+# The marked figures as one letter each, for the table (its legend is printed under it).
+_SHORT = {
+    "aggregate_tok_s": "a",
+    "per_request_decode_tok_s": "r",
+    "ttft_ms": "t",
+    "itl_ms_worst_p99": "i",
+}
 
 
 def _level(
@@ -122,8 +122,14 @@ def _level(
         ),
         "cpu_fraction": load.cpu_fraction,
         "client": load.timestamps or "loop",
-        "stall_ms": _judged_stall_ms(load),
-        "stall_limit_ms": load.stall_limit_ms,
+        # How far the client could have moved the rates (see judge_client), and what it marked.
+        "rate_moved": max(
+            (v for v in (load.moved.aggregate_tok_s, load.moved.per_request_decode_tok_s) if v),
+            default=0.0,
+        )
+        if load.moved
+        else None,
+        "marked": "".join(_SHORT.get(name, name) for name in load.marked) or "-",
         "valid": cell.valid,
         "client_bound": cell.client_bound,
         "server_count_ok": cell.server is not None and not cell.server.mismatch,
@@ -205,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         "agg\nerr",
         "CPU µs\n/token",
         "CPU",
-        "stall\nms",
-        "limit\nms",
+        "rates\nmoved",
+        "marked",
         "client\nbound",
         "counts",
     ):
@@ -221,12 +227,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['aggregate_err']:.3%}",
             f"{r['cpu_us_per_token']:.1f}",
             f"{r['cpu_fraction']:.0%}",
-            f"{r['stall_ms']:.1f}",
-            f"{r['stall_limit_ms']:.1f}",
+            "-" if r["rate_moved"] is None else f"{r['rate_moved']:.3%}",
+            r["marked"],
             "yes" if r["client_bound"] else "no",
             "yes" if r["ok"] else "no",
         )
     console.print(table)
+    console.print("marked: a aggregate, r per-request rate, t TTFT, i worst per-token gap p99")
     console.print(f"machine load after: {_load()}")
     cheapest = min(rows, key=lambda r: r["cpu_us_per_token"])
     # One core spends 1e6 µs a second: at this cost per token it could take in no more than this.

@@ -475,6 +475,8 @@ def merge_loads(cell: WorkerCell, records: list[RequestRecord]) -> ClientLoad:
         # Kernel stamps only when every worker had them: one that stamped at read is judged so.
         timestamps="kernel" if loads and all(x.timestamps == "kernel" for x in loads) else None,
         merged_read_worst_ms=_max(x.merged_read_worst_ms for x in loads),
+        first_read_worst_ms=_max(x.first_read_worst_ms for x in loads),
+        last_read_worst_ms=_max(x.last_read_worst_ms for x in loads),
         end_late_worst_ms=_max(x.end_late_worst_ms for x in loads),
         next_request_late_worst_ms=_max(x.next_request_late_worst_ms for x in loads),
         unstamped_reads=_sum_counts(x.unstamped_reads for x in loads),

@@ -55,7 +55,7 @@ def test_a_planted_stall_is_caught(url, tmp_path):
 
 
 def test_a_planted_stall_just_over_the_limit_is_caught(url, tmp_path):
-    """30 ms against the 25 ms limit: the ticker's bound on the longest stall exceeds the limit
+    """30 ms: 2 % of a 1.5 s reply's rate. The ticker's bound on the longest stall holds it
     wherever the stall falls between its wakes."""
     stalled = []
 
@@ -83,9 +83,10 @@ def test_a_clean_run_is_not_flagged(url, tmp_path):
         assert "did not schedule it" in cell.client.reason
         pytest.skip(f"the machine descheduled the client: {cell.client.reason}")
     assert cell.valid and not cell.client_bound, cell.client.reason
-    assert cell.client.stall_worst_bound_ms < cell.client.stall_limit_ms
+    # The rates hold; a few ms of stall may still mark a TTFT of a few ms, or the per-token gaps.
+    assert not {"aggregate_tok_s", "per_request_decode_tok_s"} & set(cell.client.marked)
     assert [p.concurrency for p in result.perf_points] == [4]
-    assert not any(w.startswith("W_CLIENT_BOUND") for w in result.warnings)
+    assert not any("_tok_s by" in w for w in result.warnings)
 
 
 # The stall rule itself, without a server: a ClientMonitor on this loop, a ReadWatch with one
@@ -126,8 +127,8 @@ def _watch(stall_s: float, *, after_s: float = 0.1):
 
 
 def test_a_stall_just_over_the_limit_is_caught_even_right_after_a_tick():
-    """A 28 ms stall against a 25 ms limit, starting as a tick has just gone by: a 5 ms ticker
-    sees it only 23 ms late. The watch's bound on the longest stall still exceeds the limit."""
+    """A 28 ms stall (3 % of a 1 s reply's rate) starting as a tick has just gone by: a 5 ms
+    ticker sees it only 23 ms late. The watch's bound on the longest stall still holds it."""
     from rigbook.bench.scheduler import judge_client
 
     load = judge_client(_watch(0.028), _records())
@@ -138,13 +139,14 @@ def test_a_stall_just_over_the_limit_is_caught_even_right_after_a_tick():
 
 
 def test_a_busy_client_that_never_stalls_is_not_client_bound():
-    """Using most of a core is no distortion by itself: only a stall past the limit is."""
+    """Using most of a core is no distortion by itself: only a stall that could move a rate is
+    (1 % of a 10 s reply: 100 ms)."""
     from rigbook.bench.scheduler import judge_client
 
     load = _watch(0.0, after_s=0.3).model_copy(update={"cpu_fraction": 0.97})
-    if load.loop_lag_worst_ms > 15.0:
+    if load.loop_lag_worst_ms > 50.0:
         pytest.skip(f"the machine left this process unscheduled: {load}")
-    judged = judge_client(load, _records())
+    judged = judge_client(load, _records(tokens=200))
     assert not judged.client_bound, judged.reason
 
 

@@ -378,8 +378,10 @@ def kernel_load(merged_ms: float, end_late_ms: float, turnover_ms: float = 0.0) 
         (15.0, 1.0, 1.0, True),
         # an end taken late with every turnover on time (the last streams of a burst): nothing moved
         (2.0, 15.0, 1.0, False),
-        (2.0, 1.0, 15.0, True),
-        (9.9, 9.9, 9.9, False),
+        # one request: no lane turned over, so no late turnover idled the server
+        (2.0, 1.0, 15.0, False),
+        # under half the gap, yet 2.6 % of a 0.4 s reply's rate
+        (9.9, 9.9, 9.9, True),
     ],
 )
 def test_kernel_stamps_are_judged_on_merged_reads_and_late_turnovers(
@@ -390,7 +392,7 @@ def test_kernel_stamps_are_judged_on_merged_reads_and_late_turnovers(
         .cells[0]
         .requests
     )
-    # 50 tok/s, one token an event: a 20 ms gap, so a 10 ms limit
+    # 50 tok/s, one token an event: a 0.4 s reply, whose rate 4 ms move by 1 %
     judged = judge_client(kernel_load(merged, late, turnover), records)
     assert judged.client_bound is flagged
 
