@@ -143,7 +143,7 @@ def test_a_dip_below_the_answer_is_found_and_lowers_it():
     """25 tok/s at 6 users against 30, 33-35 at 7-9: doubling and bisection settle on 9 without
     running 6; the levels below it that no probe ran are checked, and the answer is 5."""
     table = {1: 40, 2: 40, 3: 40, 4: 40, 5: 40, 6: 25, 7: 33, 8: 34, 9: 35}
-    probe, outcomes = run(lambda c, r: table.get(c, 20), slo="per_user_tok_s>=30")
+    _probe, outcomes = run(lambda c, r: table.get(c, 20), slo="per_user_tok_s>=30")
     got = answer(outcomes, slo="per_user_tok_s>=30")
     assert got.users == 5 and got.first_fail_concurrency == 6 and got.unprobed == []
     assert "check" in [o.purpose for o in outcomes]
