@@ -511,7 +511,7 @@ _ALL = [
         "warning",
         None,
         "capacity",
-        "The capacity is a lower bound: the search reached --max-concurrency, was stopped, or the client set the pace of the first failing probe.",
+        "The capacity is a lower bound: the search reached --max-concurrency, was stopped, or the client set the pace of the first failing probe and its worst lag could have made that failure.",
         "Raise --max-concurrency, let the search finish, or run the client on a less loaded machine.",
     ),
     _c(

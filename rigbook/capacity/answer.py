@@ -269,6 +269,8 @@ def users_point(
     notes = (
         f"rigbook capacity, profile {p.name} v{p.version}, SLO {slo.text}: {bound}{answer.users} "
         f"users; decode_tok_s is their aggregate (median of {len(answer.boundary_cells)} runs)"
+        + "".join(f"; {note}" for note in answer.few_requests)
+        + ("" if answer.confirmed else "; unconfirmed: the boundary rests on fewer runs than asked")
     )
     return point.model_copy(
         update={
