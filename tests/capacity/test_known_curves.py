@@ -118,6 +118,8 @@ def test_first_token_latency_binds(server, tmp_path):
     assert_found(result, true)
     assert result.probes[0].requests_planned == 12
     assert any(w.startswith("W_CAPACITY_FEW_REQUESTS: TTFT p99 judged on") for w in result.warnings)
+    # The published point carries the same limit.
+    assert "; TTFT p99 judged on " in (result.perf_points[0].notes or "")
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
     assert failed.binding == ["ttft_p99_ms"]
     if not result.answer.lower_bound:
