@@ -12,6 +12,7 @@ stopped early (a probe that ran to its end left nothing behind). Every wait is r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from typing import Literal
@@ -84,6 +85,12 @@ def in_flight_from_slots(data: object) -> int | None:
     return busy
 
 
+async def _pause(seconds: float, stop: asyncio.Event) -> None:
+    """Sleep ``seconds``, or less when ``stop`` is set."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+
+
 class IdleWait:
     """Waits for an idle server at ``url`` before each probe; finds which counter it has once."""
 
@@ -114,22 +121,24 @@ class IdleWait:
             self.source = "none"
         return None
 
-    async def __call__(self, after_stopped: bool) -> Drain:
+    async def __call__(self, after_stopped: bool, stop: asyncio.Event | None = None) -> Drain:
         """Wait until the server holds no request (at most ``timeout_s``); with no counter, wait
-        ``drain_s`` when the last probe was stopped early, else not at all."""
+        ``drain_s`` when the last probe was stopped early, else not at all. Setting ``stop`` (the
+        run's Ctrl-C) ends the wait at once."""
+        stop = stop or asyncio.Event()
         start = time.monotonic()
         async with httpx.AsyncClient(timeout=5.0) as client:
             first = await self._read(client)
             if first is None:
                 if after_stopped:
-                    await asyncio.sleep(self.drain_s)
+                    await _pause(self.drain_s, stop)
                 return Drain(waited_s=time.monotonic() - start, source=None)
             source, busy = first
             reading: tuple[str, int] | None = first
-            while reading is not None and reading[1] > 0:
+            while reading is not None and reading[1] > 0 and not stop.is_set():
                 if time.monotonic() - start >= self.timeout_s:
                     break
-                await asyncio.sleep(_POLL_S)
+                await _pause(_POLL_S, stop)
                 reading = await self._read(client)
         return Drain(
             waited_s=time.monotonic() - start,

@@ -67,12 +67,12 @@ class BenchProber:
         out: Path,
         stop: asyncio.Event,
         extra: dict,
+        idle: IdleWait,
         progress: Progress | None = None,
-        idle: IdleWait | None = None,
     ) -> None:
         self.base, self.folder, self.stop = base, probes_dir(out), stop
         self.extra, self.progress = extra, progress
-        self.idle = idle or IdleWait(base.url, drain_s=2.0, timeout_s=60.0)
+        self.idle = idle
         self.results: list[BenchResult] = []
         self.files: list[str] = []
         self.drains: list[Drain | None] = []
@@ -83,7 +83,7 @@ class BenchProber:
         n = len(self.results)
         drain = None
         if n:
-            drain = await self.idle(after_stopped=self.results[-1].cells[0].cut_short)
+            drain = await self.idle(self.results[-1].cells[0].cut_short, self.stop)
         out = self.folder / f"probe-{n + 1:02d}-c{plan.concurrency}.json"
         # Only the first probe warms the server up; the later ones find it warm.
         request = self.base.model_copy(

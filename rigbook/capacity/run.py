@@ -107,7 +107,7 @@ def build_result(
             f"{spec.settings.checks} were used)"
         )
     for o in outcomes:
-        if o.drain is not None and o.drain.idle is False:
+        if o.drain is not None and o.drain.idle is False and o.verdict != "stopped":
             warnings.append(
                 f"W_CAPACITY_NOT_IDLE: probe {o.cell + 1} began with requests still in flight "
                 f"after {o.drain.waited_s:.1f} s ({o.drain.source})"
@@ -139,7 +139,7 @@ async def run_capacity(
 
     measure = spec.measure.model_copy(update={"stall_timeout_s": stall_for(spec.slo, spec.measure)})
     idle = IdleWait(base_url(measure.url), spec.settings.drain_s, spec.settings.drain_timeout_s)
-    prober = BenchProber(measure, spec.out, stop, recipe_extra(measure.recipe), progress, idle)
+    prober = BenchProber(measure, spec.out, stop, recipe_extra(measure.recipe), idle, progress)
     outcomes: list[ProbeOutcome] = []
 
     def after_probe(outcome: ProbeOutcome) -> None:

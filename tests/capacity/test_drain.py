@@ -104,3 +104,20 @@ def test_a_request_the_server_still_holds_is_waited_for():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_server_that_never_drains_is_given_up_on_and_a_stop_ends_the_wait():
+    async def go(stop_first: bool):
+        server, url = await _routes({"/metrics": (200, "vllm:num_requests_running 2\n")})
+        async with server:
+            stop = asyncio.Event()
+            if stop_first:
+                stop.set()  # as Ctrl-C during the wait: it ends at once, not after timeout_s
+            return await IdleWait(url, drain_s=0.0, timeout_s=0.3 if not stop_first else 600)(
+                True, stop
+            )
+
+    drain = asyncio.run(go(False))
+    assert (drain.in_flight, drain.idle) == (2, False) and drain.waited_s >= 0.3
+    drain = asyncio.run(go(True))
+    assert (drain.in_flight, drain.idle) == (2, False)
