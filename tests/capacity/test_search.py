@@ -12,6 +12,8 @@ import random
 from rigbook.bench.metrics import build_cell
 from rigbook.bench.result import CellTelemetry, ClientLoad, Distribution, RequestRecord
 from rigbook.capacity.answer import decide
+from rigbook.capacity.present import detail_lines, probe_line
+from rigbook.capacity.result import CapacityResult
 from rigbook.capacity.search import ProbePlan, SearchSettings, search
 from rigbook.capacity.slo import parse_slo
 from tests.capacity.test_answer import _gpu_bench
@@ -196,3 +198,12 @@ def test_a_miss_far_larger_than_the_clients_lag_is_the_servers():
     _probe, outcomes = run(lambda c, r: 60, slo=slo, ttft=lambda: 2.8, client=_lagging(2000))
     got = answer(outcomes, slo=slo)
     assert outcomes[0].client_could_flip is True and got.lower_bound and got.binding is None
+
+
+def test_the_printed_lines_say_what_each_percentile_rests_on_and_a_lone_run_has_no_spread():
+    _probe, outcomes = run(lambda c, r: 60 if r == 0 and c <= 8 else 40)
+    line = probe_line(outcomes[0])
+    assert line.startswith("probe 1: 1 user (double) pass — per_user_tok_s 60 (n=8), error_rate")
+    got = answer(outcomes)
+    lines = detail_lines(CapacityResult.model_construct(answer=got))
+    assert "per_user_tok_s over the boundary runs: 60 to 60 tok/s (one run: no spread)" in lines
