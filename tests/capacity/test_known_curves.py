@@ -336,18 +336,21 @@ def test_a_warmup_that_stalls_says_so(server, tmp_path):
 
 @pytest.mark.parametrize(
     "server",
-    [Curve(shape="cliff", rate_tok_s=100, knee=3, drop=0.4, linger_s=600)],
+    [Curve(shape="linear", rate_tok_s=100, falloff=0, fail_above=3, linger_s=600)],
     indirect=True,
 )
 def test_a_server_still_busy_after_the_drain_timeout_is_said(server, tmp_path):
-    """Requests dropped by the stopped probe at 4 users stay in flight for good: the next probe
-    starts after --drain-timeout, and the result says it began on a busy server."""
+    """At 4 users one request is refused at once and the probe stops with the other three
+    mid-stream; the server holds those for good: the next probe starts after --drain-timeout, and
+    the result says it began on a busy server."""
     _curve, url = server
     result = capacity(
-        url, tmp_path / "c.json", "per_user_tok_s>=80", max_concurrency=4, drain_timeout_s=0.5
+        url, tmp_path / "c.json", "per_user_tok_s>=50", max_concurrency=4, drain_timeout_s=0.5
     )
     busy = [p for p in result.probes if p.drain is not None and p.drain.idle is False]
-    assert busy and all(p.drain.in_flight for p in busy)
+    assert busy and all(p.drain.in_flight for p in busy), [
+        (p.concurrency, p.verdict, p.stopped_early, p.drain) for p in result.probes
+    ]
     said = [w for w in result.warnings if w.startswith("W_CAPACITY_NOT_IDLE")]
     assert len(said) == len(busy)
     assert said[0].startswith(f"W_CAPACITY_NOT_IDLE: probe {busy[0].cell + 1} began with")
