@@ -74,6 +74,10 @@ class Code(StrEnum):
     E_SLO_INVALID = "E_SLO_INVALID"
     W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
+    W_CAPACITY_FEW_REQUESTS = "W_CAPACITY_FEW_REQUESTS"
+    W_CAPACITY_UNPROBED = "W_CAPACITY_UNPROBED"
+    W_CAPACITY_NOT_IDLE = "W_CAPACITY_NOT_IDLE"
+    E_WARMUP_STALLED = "E_WARMUP_STALLED"
     E_CONTEXT = "E_CONTEXT"
     E_SUITE = "E_SUITE"
     E_PROMPT_TRUNCATED = "E_PROMPT_TRUNCATED"
@@ -547,7 +551,7 @@ _ALL = [
         "warning",
         None,
         "capacity",
-        "The capacity is a lower bound: the search reached --max-concurrency, was stopped, or the client set the pace of the first failing probe.",
+        "The capacity is a lower bound: the search reached --max-concurrency, was stopped, or the client set the pace of the first failing probe and its worst lag could have made that failure.",
         "Raise --max-concurrency, let the search finish, or run the client on a less loaded machine.",
     ),
     _c(
@@ -557,6 +561,38 @@ _ALL = [
         "capacity",
         "A re-run of the boundary probe failed the SLO that its first run met; the answer was lowered to a level that held.",
         "Read the spread in the result; use more --rounds for steadier probes, or a quieter machine.",
+    ),
+    _c(
+        Code.W_CAPACITY_FEW_REQUESTS,
+        "warning",
+        None,
+        "capacity",
+        "A percentile term passed on fewer requests than its rule asks for (enough to see the tail it bounds with 95 % probability: 299 for p99, 29 for p90 or p10), so a rarer tail could have gone unseen.",
+        "Let capacity run the requests the rule asks for (drop --max-requests or raise it), or read the answer with the tail it could miss.",
+    ),
+    _c(
+        Code.W_CAPACITY_UNPROBED,
+        "warning",
+        None,
+        "capacity",
+        "Some levels below the answer were never probed (more of them than --checks), so a dip in the curve there would go unseen.",
+        "Raise --checks to probe more of the listed levels.",
+    ),
+    _c(
+        Code.W_CAPACITY_NOT_IDLE,
+        "warning",
+        None,
+        "capacity",
+        "Before a probe the server's own counters still showed requests in flight after --drain-timeout, so that probe started on a busy server.",
+        "Make sure nothing else sends requests to the server, or raise --drain-timeout.",
+    ),
+    _c(
+        Code.E_WARMUP_STALLED,
+        "error",
+        "EndpointError",
+        "capacity",
+        "Every warmup request of a capacity search stalled: the server sent nothing for the stall limit. A server still loading, or one whose first token is slow, does this; the engine need not be broken.",
+        "Raise --stall-timeout (capacity already allows at least twice the SLO's TTFT bound), or wait until the server is ready.",
     ),
     # quality: needle and agree
     _c(

@@ -20,7 +20,8 @@ send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
 carried them, summed over all processes (``benchmarks/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
 them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
-``vllm:time_to_first_token_seconds`` histogram), or as llama-server or SGLang do
+``vllm:time_to_first_token_seconds`` histogram, and the ``vllm:num_requests_running`` gauge of
+requests in flight), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
@@ -59,6 +60,14 @@ SCENARIOS = (
     "synthetic-stall",
     "synthetic-drop",
 )
+
+
+# Each flavor's gauge of requests in flight, named as its engine names it.
+IN_FLIGHT = {
+    "vllm": "vllm:num_requests_running",
+    "sglang": "sglang:num_running_reqs",
+    "llamacpp": "llamacpp:requests_processing",
+}
 
 
 @dataclass
@@ -171,7 +180,7 @@ class SyntheticServer:
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
             elif method == "GET" and path == "/metrics":
-                data = self.counters.render(self.config.metrics_flavor)
+                data = self.counters.render(self.config.metrics_flavor) + self._in_flight()
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data) + data
@@ -211,6 +220,12 @@ class SyntheticServer:
         )
         await writer.drain()
 
+    def _in_flight(self) -> bytes:
+        """The gauge of requests in flight, as the flavor's engine names it (this process's)."""
+        name = IN_FLIGHT[self.config.metrics_flavor]
+        label = '{model_name="synthetic"}' if self.config.metrics_flavor != "llamacpp" else ""
+        return f"# TYPE {name} gauge\n{name}{label} {self.active}\n".encode()
+
     def _config_json(self) -> dict:
         curve = self.config.curve
         return {**self.config.__dict__, "curve": curve.model_dump() if curve else None}
@@ -219,6 +234,9 @@ class SyntheticServer:
         if self.config.curve:
             return self.config.curve.rate(self.active)
         return self.config.rate_tok_s / (1.0 + self.config.falloff * max(self.active - 1, 0))
+
+    def _release(self) -> None:
+        self.active -= 1
 
     async def _chat(
         self,
@@ -255,6 +273,7 @@ class SyntheticServer:
             await self._json(writer, {"error": {"message": "synthetic: over capacity"}}, status=503)
             return
         factor = curve.factor(self._factors) if curve and self._factors is not None else 1.0
+        spike = curve.spike(self._factors) if curve and self._factors is not None else 0.0
         if self.keep_record:
             self.record.append(served)
         total = chat.max_tokens // 2 if fault == "early-eos" else chat.max_tokens
@@ -310,13 +329,16 @@ class SyntheticServer:
             nonlocal counted
             if counted and not eof.cancelled() and (eof.exception() or eof.result() == b""):
                 counted = False
-                self.active -= 1
+                if curve and curve.linger_s:
+                    asyncio.get_running_loop().call_later(curve.linger_s, self._release)
+                else:
+                    self.active -= 1
                 writer.transport.close()
 
         eof = asyncio.ensure_future(reader.read(1))
         eof.add_done_callback(hung_up)
         try:
-            await asyncio.sleep(curve.ttft(self.active) if curve else cfg.ttft_s)
+            await asyncio.sleep(curve.ttft(self.active) + spike if curve else cfg.ttft_s)
             stream = Stream(
                 writer.transport,
                 events.chunks,

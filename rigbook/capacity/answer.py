@@ -6,14 +6,15 @@ so it travels wherever perf points do.
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from pydantic import BaseModel, Field
 
 from rigbook.bench.assemble import perf_point
 from rigbook.bench.result import BenchResult
-from rigbook.capacity.search import ProbeOutcome, SearchSettings, bounds
-from rigbook.capacity.slo import KINDS, Slo
+from rigbook.capacity.search import ProbeOutcome, SearchSettings, bounds, unprobed_below
+from rigbook.capacity.slo import KINDS, Slo, tail_share, unseen_tail
 from rigbook.recipe.schema import PerfPoint
 
 
@@ -59,6 +60,20 @@ class CapacityAnswer(BaseModel):
     unstable: bool = Field(
         default=False, description="A boundary re-run failed and lowered the answer."
     )
+    confirmed: bool = Field(
+        default=True,
+        description="Every run the settings ask for at `users` was made (false when the search "
+        "stopped after too many failed re-runs, and the answer rests on fewer).",
+    )
+    unprobed: list[int] = Field(
+        default_factory=list,
+        description="Levels below `users` that no probe ran (more than --checks).",
+    )
+    few_requests: list[str] = Field(
+        default_factory=list,
+        description="Terms that passed at or below `users` on fewer requests than their rule "
+        "asks, each with the tail it could miss.",
+    )
     spread: list[Spread] = Field(default_factory=list)
     sentence: str
 
@@ -78,13 +93,9 @@ def _spread(slo: Slo, runs: list[ProbeOutcome]) -> list[Spread]:
         s = Spread(term=term.name, values=values)
         if known:
             mid = statistics.median(known)
-            s = s.model_copy(
-                update={
-                    "min": min(known),
-                    "max": max(known),
-                    "spread_pct": 100.0 * (max(known) - min(known)) / mid if mid else None,
-                }
-            )
+            # One run has no spread: 0 % would claim a steadiness nothing measured.
+            pct = 100.0 * (max(known) - min(known)) / mid if mid and len(known) > 1 else None
+            s = s.model_copy(update={"min": min(known), "max": max(known), "spread_pct": pct})
         out.append(s)
     return out
 
@@ -113,12 +124,49 @@ def users(n: int) -> str:
     return "no user" if n == 0 else "1 user" if n == 1 else f"{n} users"
 
 
+def levels(values: list[int]) -> str:
+    """'3, 5-7, 9' for [3, 5, 6, 7, 9]."""
+    spans: list[list[int]] = []
+    for c in sorted(values):
+        if spans and spans[-1][1] == c - 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def few_requests(slo: Slo, supporting: list[ProbeOutcome]) -> list[str]:
+    """For each percentile term that passed on fewer requests than its rule asks (in any run the
+    answer rests on), the fewest it rested on and the tail that many could miss."""
+    notes = []
+    for term in slo.terms:
+        share = tail_share(term)
+        short = [
+            (r.requests, o.concurrency, r.needed)
+            for o in supporting
+            for r in o.readings
+            if r.term == term.name and r.requests is not None and r.needed is not None
+            if r.requests < r.needed
+        ]
+        if share is None or not short:
+            continue
+        n, at, needed = min(short)
+        common = max(1, math.floor(1.0 / unseen_tail(n)))
+        notes.append(
+            f"{KINDS[term.name].label} judged on {n} requests at {users(at)}, fewer than the "
+            f"{needed} its rule asks for a {100 * share:g}% tail: a tail as common as 1 in "
+            f"{common} could go unseen"
+        )
+    return notes
+
+
 def sentence(
     slo: Slo,
     n: int,
     binding: str | None,
     lower_bound_why: str | None,
     failed: ProbeOutcome | None,
+    notes: list[str] | None = None,
 ) -> str:
     """The line a person can paste, e.g. 'This rig serves 12 users at ≥ 20 tok/s each,
     TTFT p99 ≤ 2 s (binding: per-user rate).'"""
@@ -135,7 +183,7 @@ def sentence(
         text += f" (binding: {KINDS[binding].label})"
     elif lower_bound_why:
         text += f" ({lower_bound_why})"
-    return text + "."
+    return text + "." + "".join(f" {note[0].upper()}{note[1:]}." for note in notes or [])
 
 
 def decide(
@@ -152,12 +200,14 @@ def decide(
         why = "the search was stopped before it settled"
     elif fail is None:
         why = f"every probe passed up to --max-concurrency {settings.max_concurrency}"
-    elif fail.client_bound:
+    elif fail.client_bound and fail.client_could_flip is not False:
+        # Only a lag that could have turned the server's pass into this fail makes the answer a
+        # lower bound: a miss far larger than the client's worst lag is the server's.
         why = (
             f"the client set the pace at {users(fail.concurrency)}, so that failure may be "
             f"the client's"
         )
-    binding = _worst(fail) if fail is not None and not fail.client_bound else None
+    binding = _worst(fail) if fail is not None and why is None else None
     closest = None
     if fail is None and runs:
         margins = [
@@ -166,6 +216,18 @@ def decide(
             if r.margin is not None and r.term != "error_rate"
         ]
         closest = min(margins, key=lambda pair: pair[0])[1] if margins else None
+    confirmed = not b.users or len(runs) >= 1 + settings.reruns
+    unprobed = unprobed_below(outcomes, b.users) if complete else []
+    supporting = [o for o in judged if o.verdict == "pass" and o.concurrency <= b.users]
+    notes = few_requests(slo, supporting)
+    said = list(notes)
+    if not confirmed and complete:
+        said.append(
+            f"unconfirmed: {users(b.users)} rests on {len(runs)} run(s), not "
+            f"{1 + settings.reruns}, after more than {settings.max_refuted} boundary re-runs failed"
+        )
+    if unprobed:
+        said.append(f"levels not probed below it: {levels(unprobed)}")
     aggs = [o.aggregate_tok_s for o in runs if o.aggregate_tok_s is not None]
     agg = statistics.median(aggs) if aggs else None
     gpus = _gpu_count(bench)
@@ -184,8 +246,11 @@ def decide(
         binding=binding,
         closest=closest,
         unstable=any(o.purpose == "rerun" and o.verdict == "fail" for o in outcomes),
+        confirmed=confirmed,
+        unprobed=unprobed,
+        few_requests=notes,
         spread=_spread(slo, runs),
-        sentence=sentence(slo, b.users, binding, why, fail),
+        sentence=sentence(slo, b.users, binding, why, fail, said),
     )
 
 
@@ -204,6 +269,8 @@ def users_point(
     notes = (
         f"rigbook capacity, profile {p.name} v{p.version}, SLO {slo.text}: {bound}{answer.users} "
         f"users; decode_tok_s is their aggregate (median of {len(answer.boundary_cells)} runs)"
+        + "".join(f"; {note}" for note in answer.few_requests)
+        + ("" if answer.confirmed else "; unconfirmed: the boundary rests on fewer runs than asked")
     )
     return point.model_copy(
         update={

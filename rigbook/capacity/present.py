@@ -20,11 +20,17 @@ def _v(value: float | None, unit: str) -> str:
 
 
 def probe_line(o: ProbeOutcome) -> str:
-    """'probe 3: 8 users (double) pass — per_user_tok_s 23.1, ttft_p99_ms 840'."""
+    """'probe 3: 8 users (double) pass — per_user_tok_s 23.1 (n=24), ttft_p99_ms 840 (n=299)':
+    each term's value and the requests it rests on."""
     terms = ", ".join(
-        f"{r.term} {_v(r.value, KINDS[r.term].unit)}{'' if r.passed else ' ✗'}" for r in o.readings
+        f"{r.term} {_v(r.value, KINDS[r.term].unit)}"
+        + ("" if r.requests is None or r.term == "error_rate" else f" (n={r.requests})")
+        + ("" if r.passed else " ✗")
+        for r in o.readings
     )
     text = f"probe {o.cell + 1}: {users(o.concurrency)} ({o.purpose}) {o.verdict} — {terms}"
+    if o.drain is not None and o.drain.waited_s >= 0.05:
+        text += f"; waited {o.drain.waited_s:.1f} s for an idle server"
     if o.stopped_early:
         text += f"; stopped: {o.stopped_early}"
     if o.client_bound:
@@ -32,7 +38,7 @@ def probe_line(o: ProbeOutcome) -> str:
     return text
 
 
-_WHY = {"double": "×2", "bisect": "½", "rerun": "again"}
+_WHY = {"double": "×2", "bisect": "½", "check": "below", "rerun": "again"}
 
 
 def probe_table(result: CapacityResult) -> Table:
@@ -95,7 +101,13 @@ def detail_lines(result: CapacityResult) -> list[str]:
     for s in a.spread:
         if s.min is not None and s.term != "error_rate":
             unit = KINDS[s.term].unit
-            pct = "" if s.spread_pct is None else f" (spread {s.spread_pct:.1f}%)"
+            pct = (
+                " (one run: no spread)"
+                if len([v for v in s.values if v is not None]) == 1
+                else ""
+                if s.spread_pct is None
+                else f" (spread {s.spread_pct:.1f}%)"
+            )
             lines.append(
                 f"{s.term} over the boundary runs: {_v(s.min, unit)} to "
                 f"{_v(s.max, unit)} {unit}{pct}"

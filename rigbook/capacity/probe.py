@@ -16,7 +16,9 @@ from rigbook.bench import MeasureRequest, measure_async
 from rigbook.bench.assemble import assemble
 from rigbook.bench.metrics import build_cell
 from rigbook.bench.result import BenchResult, Cell, CellTelemetry, RequestRecord, save_result
+from rigbook.capacity.drain import Drain, IdleWait
 from rigbook.capacity.search import ProbePlan, Watch
+from rigbook.errors import RigbookError
 
 # progress(event, data), as the bench calls it: "cell", "request", "cell_done".
 Progress = Callable[[str, dict], None]
@@ -41,8 +43,23 @@ def _stopped_by_watch(result: BenchResult) -> BenchResult:
     return result.model_copy(update={"warnings": warnings}).with_hash()
 
 
+def warmup_stalled(result: BenchResult) -> RigbookError | None:
+    """``E_WARMUP_STALLED`` when every warmup request failed by stalling: a server still loading
+    or slow to its first token, which the bench's verdict would blame on the engine."""
+    errors = [r.error or "" for r in result.warmup]
+    if result.cells or not errors or not all(e.startswith("stalled") for e in errors):
+        return None
+    return RigbookError(
+        "E_WARMUP_STALLED",
+        f"every warmup request stalled ({errors[-1]}): the server is slow to answer or still "
+        "loading, not necessarily broken",
+        details=[f"warmup request {r.index}: {r.error}" for r in result.warmup],
+    )
+
+
 class BenchProber:
-    """The :class:`~rigbook.capacity.search.Probe` over a live endpoint: one bench run per probe."""
+    """The :class:`~rigbook.capacity.search.Probe` over a live endpoint: one bench run per probe,
+    each but the first after a wait for an idle server (:mod:`rigbook.capacity.drain`)."""
 
     def __init__(
         self,
@@ -50,17 +67,23 @@ class BenchProber:
         out: Path,
         stop: asyncio.Event,
         extra: dict,
+        idle: IdleWait,
         progress: Progress | None = None,
     ) -> None:
         self.base, self.folder, self.stop = base, probes_dir(out), stop
         self.extra, self.progress = extra, progress
+        self.idle = idle
         self.results: list[BenchResult] = []
         self.files: list[str] = []
+        self.drains: list[Drain | None] = []
 
     async def __call__(self, plan: ProbePlan, watch: Watch) -> Cell:
         """One burst cell of ``plan.requests`` at ``plan.concurrency``; stopped when ``watch``
         answers a reason or the run's stop event is set."""
         n = len(self.results)
+        drain = None
+        if n:
+            drain = await self.idle(self.results[-1].cells[0].cut_short, self.stop)
         out = self.folder / f"probe-{n + 1:02d}-c{plan.concurrency}.json"
         # Only the first probe warms the server up; the later ones find it warm.
         request = self.base.model_copy(
@@ -95,7 +118,7 @@ class BenchProber:
             # The warmup never succeeded (the verdict names the fault), or the run was stopped
             # before its cell began.
             if measured.verdict is not None and not self.stop.is_set():
-                raise measured.verdict.error()
+                raise warmup_stalled(measured.result) or measured.verdict.error()
             return build_cell(
                 index=n,
                 mode="burst",
@@ -115,6 +138,7 @@ class BenchProber:
             result = _stopped_by_watch(result)
             save_result(result, out)
         self.results.append(result)
+        self.drains.append(drain)
         self.files.append(out.relative_to(self.folder.parent).as_posix())
         return _renumbered(result.cells[0], n)
 

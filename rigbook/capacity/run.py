@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbook.bench import MeasureRequest
 from rigbook.bench.measure import loop_factory
-from rigbook.capacity.answer import decide, users, users_point
+from rigbook.capacity.answer import decide, levels, users, users_point
+from rigbook.capacity.drain import IdleWait
 from rigbook.capacity.probe import BenchProber, Progress
 from rigbook.capacity.result import CapacityResult, save_capacity
 from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
@@ -20,6 +21,9 @@ from rigbook.capacity.slo import Slo
 
 # How often a threading.Event stop is looked at: the bound on how late a signal is heard.
 _STOP_POLL_S = 0.05
+# The stall limit is at least this many times the SLO's loosest TTFT bound: a first token slower
+# than the bound is then read as a TTFT miss, with its value, not as a failed request.
+STALL_PER_TTFT = 2.0
 
 
 class CapacitySpec(BaseModel):
@@ -42,6 +46,17 @@ def recipe_extra(ref: str | None) -> dict:
 
     quant = next((m.quant for m in resolve_recipe(ref).models if m.quant), None)
     return {"quant": quant} if quant else {}
+
+
+def stall_for(slo: Slo, measure: MeasureRequest) -> float:
+    """The stall limit a capacity run uses: the one asked for (or the profile's), raised to
+    ``STALL_PER_TTFT`` times the SLO's loosest TTFT bound, so a first token the SLO allows never
+    fails its request."""
+    from rigbook.bench.profiles import get_profile
+
+    given = measure.stall_timeout_s or get_profile(measure.profile).stall_timeout_s
+    ttft = [t.threshold / 1000.0 for t in slo.terms if t.name.startswith("ttft_")]
+    return max([given, *(STALL_PER_TTFT * b for b in ttft)])
 
 
 def _load() -> str | None:
@@ -73,10 +88,30 @@ def build_result(
         warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
     if answer.unstable:
         refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
+        rests = (
+            ""
+            if answer.confirmed
+            else f"; the answer rests on {len(answer.boundary_cells)} run(s) of "
+            f"{users(answer.users)}"
+        )
         warnings.append(
             "W_CAPACITY_UNSTABLE: a boundary re-run failed at "
             + ", ".join(users(o.concurrency) for o in refuted)
+            + rests
         )
+    warnings += [f"W_CAPACITY_FEW_REQUESTS: {note}" for note in answer.few_requests]
+    if answer.unprobed:
+        warnings.append(
+            f"W_CAPACITY_UNPROBED: levels below {users(answer.users)} never probed: "
+            f"{levels(answer.unprobed)} (the answer assumes they hold; --checks "
+            f"{spec.settings.checks} were used)"
+        )
+    for o in outcomes:
+        if o.drain is not None and o.drain.idle is False and o.verdict != "stopped":
+            warnings.append(
+                f"W_CAPACITY_NOT_IDLE: probe {o.cell + 1} began with requests still in flight "
+                f"after {o.drain.waited_s:.1f} s ({o.drain.source})"
+            )
     return CapacityResult(
         slo=spec.slo,
         settings=spec.settings,
@@ -100,12 +135,19 @@ async def run_capacity(
     journal beside it); ``stop`` ends the search between or inside probes: what was measured is
     kept and the answer says it is incomplete (None when it was stopped before any probe
     measured a request, and nothing was written)."""
-    prober = BenchProber(spec.measure, spec.out, stop, recipe_extra(spec.measure.recipe), progress)
+    from rigbook.endpoint.url import base_url
+
+    measure = spec.measure.model_copy(update={"stall_timeout_s": stall_for(spec.slo, spec.measure)})
+    idle = IdleWait(base_url(measure.url), spec.settings.drain_s, spec.settings.drain_timeout_s)
+    prober = BenchProber(measure, spec.out, stop, recipe_extra(measure.recipe), idle, progress)
     outcomes: list[ProbeOutcome] = []
 
     def after_probe(outcome: ProbeOutcome) -> None:
         if len(prober.files) > len(outcomes):
-            outcome = outcome.model_copy(update={"result_file": prober.files[len(outcomes)]})
+            i = len(outcomes)
+            outcome = outcome.model_copy(
+                update={"result_file": prober.files[i], "drain": prober.drains[i]}
+            )
         outcomes.append(outcome)
         if prober.results:
             save_capacity(build_result(spec, outcomes, prober), spec.out)

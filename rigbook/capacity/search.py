@@ -8,6 +8,10 @@ and a re-run of the boundary that fails lowers the answer instead of being avera
 
 A probe is stopped as soon as a term is broken beyond doubt: the requests already seen fail it
 whatever the rest turn out to be (:func:`rigbook.capacity.slo.broken_beyond_doubt`).
+
+The curve need not be monotone: once doubling and bisection settle, the levels below the answer
+that were never run are checked (up to ``checks`` of them, each the middle of the widest stretch
+not yet run), so a dip below the answer lowers it instead of hiding under it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,17 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbook.bench.result import Cell, RequestRecord
-from rigbook.capacity.slo import Reading, Slo, broken_beyond_doubt, read_term
+from rigbook.capacity.drain import Drain
+from rigbook.capacity.slo import (
+    Reading,
+    Slo,
+    broken_beyond_doubt,
+    could_pass_with_lag,
+    read_term,
+    requests_needed,
+)
 
-Purpose = Literal["double", "bisect", "rerun"]
+Purpose = Literal["double", "bisect", "check", "rerun"]
 Verdict = Literal["pass", "fail", "stopped"]
 
 # Returns why the probe should stop now (a term broken beyond doubt), or None to go on.
@@ -60,10 +72,36 @@ class SearchSettings(BaseModel):
     max_refuted: int = Field(
         default=3, ge=0, description="Boundary re-runs allowed to fail before the search stops."
     )
+    max_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most requests a probe sends to meet a term's rule (requests_needed); a term "
+        "that needs more passes on what it got and says which tail it could miss. None: no cap.",
+    )
+    checks: int = Field(
+        default=8, ge=0, description="Most levels below the answer, never run, that are checked."
+    )
+    drain_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="Wait after a probe stopped early, when the server shows no in-flight counter.",
+    )
+    drain_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="Longest wait for the server's counters to show no request in flight.",
+    )
 
-    def requests_for(self, concurrency: int) -> int:
-        """Requests at ``concurrency``: ``rounds`` per user, at least ``min_requests``."""
-        return max(self.rounds * concurrency, self.min_requests)
+    def requests_for(self, concurrency: int, slo: Slo | None = None) -> int:
+        """Requests at ``concurrency``: ``rounds`` per user, at least ``min_requests``, and at
+        least what every term of ``slo`` needs (:func:`requests_needed`, up to ``max_requests``)."""
+        base = max(self.rounds * concurrency, self.min_requests)
+        if slo is None:
+            return base
+        need = max(requests_needed(t) for t in slo.terms)
+        if self.max_requests is not None:
+            need = min(need, self.max_requests)
+        return max(base, need)
 
 
 class ProbeOutcome(BaseModel):
@@ -80,6 +118,17 @@ class ProbeOutcome(BaseModel):
         default=None, description="Why the probe was stopped before its end."
     )
     client_bound: bool = False
+    client_lag_ms: float | None = Field(
+        default=None, description="The client's worst lag in the probe, when it was client-bound."
+    )
+    client_could_flip: bool | None = Field(
+        default=None,
+        description="Client-bound and failed: whether a lag of client_lag_ms in the server's "
+        "favour would have made every failing term pass (None: not known, taken as yes).",
+    )
+    drain: Drain | None = Field(
+        default=None, description="The wait for an idle server before this probe began."
+    )
     requests_ok: int = 0
     requests_failed: int = 0
     aggregate_tok_s: float | None = None
@@ -105,6 +154,22 @@ def bounds(outcomes: list[ProbeOutcome]) -> Bounds:
     return Bounds(users=max(held, default=0), first_fail=first_fail)
 
 
+def client_lag_ms(cell: Cell) -> float | None:
+    """The longest the client could have moved a stamp in ``cell``: the worst of its loop's
+    stall, a merged read's window and a lane's late turnover; None when it measured none."""
+    load = cell.client
+    if load is None:
+        return None
+    figures = [
+        load.stall_worst_bound_ms,
+        load.loop_lag_worst_ms,
+        load.merged_read_worst_ms,
+        load.next_request_late_worst_ms,
+    ]
+    known = [f for f in figures if f is not None]
+    return max(known) if known else None
+
+
 def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None) -> ProbeOutcome:
     """Read every term on the probe's requests; ``broken`` is (term, why) when the probe was
     stopped for a term broken beyond doubt. A probe stopped by the user has no verdict."""
@@ -122,6 +187,11 @@ def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None)
         verdict: Verdict = "stopped"
     else:
         verdict = "fail" if failing else "pass"
+    lag = client_lag_ms(cell) if cell.client_bound else None
+    could_flip = None
+    if verdict == "fail" and lag is not None:
+        by_name = {t.name: t for t in slo.terms}
+        could_flip = all(could_pass_with_lag(by_name[t], cell.requests, lag) for t in failing)
     return ProbeOutcome(
         cell=cell.index,
         concurrency=plan.concurrency,
@@ -132,20 +202,43 @@ def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None)
         binding=failing if verdict == "fail" else [],
         stopped_early=stopped_early,
         client_bound=cell.client_bound,
+        client_lag_ms=lag,
+        client_could_flip=could_flip,
         requests_ok=cell.metrics.requests_ok,
         requests_failed=cell.metrics.requests_failed,
         aggregate_tok_s=cell.metrics.aggregate_tok_s,
     )
 
 
-def next_plan(outcomes: list[ProbeOutcome], settings: SearchSettings) -> ProbePlan | None:
+def unprobed_below(outcomes: list[ProbeOutcome], users: int) -> list[int]:
+    """Levels below ``users`` that no judged probe ran."""
+    ran = {o.concurrency for o in outcomes if o.verdict != "stopped"}
+    return [c for c in range(1, users) if c not in ran]
+
+
+def widest_middle(levels: list[int]) -> int:
+    """The middle of the longest stretch of consecutive ``levels`` (the lowest such stretch on a
+    tie): the level furthest from any that was run."""
+    stretches: list[list[int]] = []
+    for c in sorted(levels):
+        if stretches and stretches[-1][-1] == c - 1:
+            stretches[-1].append(c)
+        else:
+            stretches.append([c])
+    widest = max(stretches, key=len)  # max keeps the first, the lowest, of equal lengths
+    return widest[(len(widest) - 1) // 2]
+
+
+def next_plan(
+    outcomes: list[ProbeOutcome], settings: SearchSettings, slo: Slo | None = None
+) -> ProbePlan | None:
     """The next probe, or None when the answer is settled."""
     if any(o.verdict == "stopped" for o in outcomes):
         return None
     b = bounds(outcomes)
 
     def plan(c: int, purpose: Purpose) -> ProbePlan:
-        return ProbePlan(concurrency=c, requests=settings.requests_for(c), purpose=purpose)
+        return ProbePlan(concurrency=c, requests=settings.requests_for(c, slo), purpose=purpose)
 
     top = settings.max_concurrency
     if b.first_fail is None and b.users < top:
@@ -154,6 +247,9 @@ def next_plan(outcomes: list[ProbeOutcome], settings: SearchSettings) -> ProbePl
         return plan((b.users + b.first_fail) // 2, "bisect")
     if b.users == 0:
         return None
+    unprobed = unprobed_below(outcomes, b.users)
+    if unprobed and sum(o.purpose == "check" for o in outcomes) < settings.checks:
+        return plan(widest_middle(unprobed), "check")
     refuted = sum(o.purpose == "rerun" and o.verdict == "fail" for o in outcomes)
     runs = sum(o.concurrency == b.users for o in outcomes)
     if runs < 1 + settings.reruns and refuted <= settings.max_refuted:
@@ -190,7 +286,7 @@ async def search(
 ) -> list[ProbeOutcome]:
     """Probe until the answer is settled or the user stops a probe; every outcome in order."""
     outcomes: list[ProbeOutcome] = []
-    while (plan := next_plan(outcomes, settings)) is not None:
+    while (plan := next_plan(outcomes, settings, slo)) is not None:
         broken: list[tuple[str, str]] = []
         cell = await probe(plan, _watch(slo, plan, broken))
         outcome = judge(slo, plan, cell, broken[0] if broken else None)

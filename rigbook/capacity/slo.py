@@ -237,12 +237,52 @@ def canonical_slo(text: str) -> str | None:
         return None
 
 
+# A tail of share t goes unseen in n requests with probability (1 - t)^n: a term rests on enough
+# requests when a tail as common as the one it bounds shows with at least this probability.
+TAIL_SEEN = 0.95
+
+
+def tail_share(term: SloTerm) -> float | None:
+    """The share of requests a percentile term lets past its threshold: 0.01 for a p99 bound
+    (``<=``), 0.1 for a p10 floor (``>=``), 0.5 for a median; None for the error rate."""
+    q = term.kind.quantile
+    if q is None:
+        return None
+    return (100.0 - q) / 100.0 if term.op == "<=" else q / 100.0
+
+
+def requests_needed(term: SloTerm) -> int:
+    """Requests a term rests on before a pass means something: the fewest ``n`` with
+    ``1 - (1 - t)^n >= 0.95`` for its tail share ``t`` (299 for p99, 29 for p90 and p10, 5 for a
+    median). The error rate needs no more than one request: any failure counts against it."""
+    t = tail_share(term)
+    if t is None:
+        return 1
+    return math.ceil(math.log(1.0 - TAIL_SEEN) / math.log(1.0 - t) - 1e-9)
+
+
+def unseen_tail(n: int) -> float:
+    """The tail share that ``n`` requests miss with probability 0.05: a tail this common or rarer
+    may be absent from a probe of ``n`` (``1 - 0.05^(1/n)``)."""
+    return 1.0 - (1.0 - TAIL_SEEN) ** (1.0 / n) if n else 1.0
+
+
 class Reading(BaseModel):
     """One term read on one probe."""
 
     term: str
     value: float | None
     passed: bool
+    requests: int | None = Field(
+        default=None,
+        description="Requests the value rests on (the succeeded ones a percentile reads; every "
+        "request for the error rate).",
+    )
+    needed: int | None = Field(
+        default=None,
+        description="Requests the term's rule asks for (requests_needed): a pass on fewer is "
+        "stated with the tail it could miss.",
+    )
     margin: float | None = Field(
         default=None, description="Headroom as a fraction of the threshold."
     )
@@ -265,7 +305,42 @@ def read_term(term: SloTerm, records: list[RequestRecord]) -> Reading:
         quantile = term.kind.quantile
         assert quantile is not None  # only error_rate has none
         value = percentile(values, quantile) if values else None
-    return Reading(term=term.name, value=value, passed=term.holds(value), margin=term.margin(value))
+    return Reading(
+        term=term.name,
+        value=value,
+        passed=term.holds(value),
+        margin=term.margin(value),
+        requests=len(records) if term.name == "error_rate" else len(values),
+        needed=requests_needed(term),
+    )
+
+
+def _favoured(name: str, r: RequestRecord, lag_ms: float) -> float | None:
+    """A request's value for term ``name`` had every stamp moved by ``lag_ms`` in the server's
+    favour: a first token or token gap read up to ``lag_ms`` late is that much shorter, and a
+    decode window whose ends were stamped up to ``lag_ms`` apart is that much shorter too."""
+    value = VALUES[name](r)
+    if value is None:
+        return None
+    if name.startswith("per_user_tok_s"):
+        if r.first_token_s is None or r.last_token_s is None:
+            return value
+        window = r.last_token_s - r.first_token_s
+        shorter = window - lag_ms / 1000.0
+        return math.inf if shorter <= 0 else value * window / shorter
+    return max(0.0, value - lag_ms)
+
+
+def could_pass_with_lag(term: SloTerm, records: list[RequestRecord], lag_ms: float) -> bool:
+    """True when ``term`` would hold had the client's lag of ``lag_ms`` moved every stamp in the
+    server's favour: only then could a late client have turned the server's pass into a fail.
+    The error rate is never the client's lag."""
+    if term.name == "error_rate":
+        return read_term(term, records).passed
+    values = [v for r in _counted(records) if (v := _favoured(term.name, r, lag_ms)) is not None]
+    quantile = term.kind.quantile
+    assert quantile is not None  # only error_rate has none
+    return term.holds(percentile(values, quantile) if values else None)
 
 
 def broken_beyond_doubt(term: SloTerm, records: list[RequestRecord], planned: int) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -36,6 +37,42 @@ def register(app: typer.Typer) -> None:
             8, "--min-requests", min=1, help="Fewest requests in any probe (low levels)."
         ),
         reruns: int = typer.Option(2, "--reruns", min=0, help="Extra runs of the boundary level."),
+        max_requests: int = typer.Option(
+            None,
+            "--max-requests",
+            min=1,
+            help="Cap on the requests a probe sends for a tail term's rule (299 for p99); a term "
+            "judged on fewer says which tail it could miss.",
+        ),
+        checks: int = typer.Option(
+            8, "--checks", min=0, help="Most levels below the answer, never run, to check."
+        ),
+        drain: float = typer.Option(
+            2.0,
+            "--drain",
+            min=0,
+            help="Seconds to wait after a probe stopped early when the server has no in-flight "
+            "counter.",
+        ),
+        drain_timeout: float = typer.Option(
+            60.0,
+            "--drain-timeout",
+            min=0,
+            help="Longest wait for the server's counters to show no request in flight.",
+        ),
+        stall_timeout: float = typer.Option(
+            None,
+            "--stall-timeout",
+            min=0.1,
+            help="Seconds of silence that fail a request (default: the profile's); raised to "
+            "twice the SLO's TTFT bound.",
+        ),
+        client: Literal["auto", "compiled", "python"] = typer.Option(
+            "auto",
+            "--client",
+            help="Which client streams the requests: compiled (C reader, kernel timestamps), "
+            "python, or auto (compiled where built and the URL is http).",
+        ),
         max_tokens: int = typer.Option(
             None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
         ),
@@ -82,6 +119,10 @@ def register(app: typer.Typer) -> None:
                 rounds=rounds,
                 min_requests=min_requests,
                 reruns=reruns,
+                max_requests=max_requests,
+                checks=checks,
+                drain_s=drain,
+                drain_timeout_s=drain_timeout,
             )
             say = None if as_json else (lambda line: err_console.print(line, highlight=False))
             live = LiveProgress(enabled=not as_json)
@@ -94,6 +135,8 @@ def register(app: typer.Typer) -> None:
                     profile=profile,
                     max_tokens=max_tokens,
                     warmup=warmup,
+                    stall_timeout_s=stall_timeout,
+                    client=client,
                     recipe=served.recipe,
                 )
                 spec = CapacitySpec(measure=request, slo=terms, settings=settings, out=target)

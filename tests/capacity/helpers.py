@@ -21,7 +21,13 @@ def serve(curve: Curve):
 
 
 def capacity(
-    url: str, out: Path, slo: str, stop_after: int | None = None, **settings
+    url: str,
+    out: Path,
+    slo: str,
+    stop_after: int | None = None,
+    warmup: int = 0,
+    stall_timeout_s: float | None = None,
+    **settings,
 ) -> CapacityResult:
     """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told.
     ``stop_after``: set the stop event (as Ctrl-C does) once that many probes have ended."""
@@ -34,7 +40,8 @@ def capacity(
             model="synthetic",
             profile="quick",
             max_tokens=MAX_TOKENS,
-            warmup=0,
+            warmup=warmup,
+            stall_timeout_s=stall_timeout_s,
             telemetry=False,
         ),
         out=out,

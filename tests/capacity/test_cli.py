@@ -154,3 +154,21 @@ def test_a_signal_cuts_the_run_short_and_says_so(tmp_path):
     result = load_capacity(out)
     assert result.warnings == printed["warnings"] and result.bench.conditions.cut_short
     assert result.probes[0].verdict == "pass"
+
+
+def test_the_client_and_the_stall_limit_are_chosen_as_for_a_bench(cliff, tmp_path):
+    out = tmp_path / "c.json"
+    done = rigbook(
+        *("capacity", cliff, "--slo", "per_user_tok_s>=80,ttft_p50_ms<=500"),
+        *("--profile", "quick", "--model", "synthetic", "--max-tokens", str(MAX_TOKENS)),
+        *("--warmup", "0", "--max-concurrency", "2", "--reruns", "0"),
+        *("--client", "python", "--stall-timeout", "0.5", "--out", str(out), "--json"),
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    result = load_capacity(out)
+    # The Python client stamps each event as it reads it: no kernel stamps in any cell.
+    assert all(c.client is not None and c.client.timestamps is None for c in result.bench.cells)
+    # The stall limit asked for is raised to twice the SLO's TTFT bound.
+    assert result.bench.conditions.profile.overrides["stall_timeout_s"] == 1.0
+    bad = rigbook("capacity", cliff, "--slo", "per_user_tok_s>=80", "--client", "fast", "--json")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -12,6 +12,7 @@ import pytest
 from rigbook.bench.result import load_result
 from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.result import load_capacity
+from rigbook.errors import RigbookError
 from tests.capacity.helpers import capacity, serve
 
 
@@ -63,8 +64,9 @@ def test_hyperbolic_curve(server, tmp_path):
     assert true == 4
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=27")
     assert_found(result, true)
-    # Doubling to the first failure, then bisection: 1, 2, 4, 8, then 6 and 5, then re-runs of 4.
-    expected = [1, 2, 4, 8, 6, 5, 4] if result.answer.users == 4 else [1, 2, 4, 3, 3]
+    # Doubling to the first failure, then bisection: 1, 2, 4, 8, then 6 and 5, then 3 (the one
+    # level below the answer no probe ran), then re-runs of 4.
+    expected = [1, 2, 4, 8, 6, 5, 3, 4] if result.answer.users == 4 else [1, 2, 4, 3, 3]
     assert [p.concurrency for p in result.probes] == expected
     assert "users at ≥ 27 tok/s each (" in result.answer.sentence
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
@@ -79,7 +81,14 @@ def test_cliff_one_more_user_breaks_it(server, tmp_path):
     curve, url = server
     true = curve.users_at(min_rate=90)
     assert true == 12
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90,ttft_p99_ms<=2000", reruns=2)
+    # The p99 term would ask 299 requests a probe; capped, the answer says what it could miss.
+    result = capacity(
+        url,
+        tmp_path / "c.json",
+        "per_user_tok_s>=90,ttft_p99_ms<=2000",
+        reruns=2,
+        max_requests=8,
+    )
     assert_found(result, true)
     first_fail = next(p for p in result.probes if p.cell == result.answer.first_fail)
     # Past the cliff every stream runs at 40 tok/s: the failing level misses by far, not by noise.
@@ -102,8 +111,15 @@ def test_first_token_latency_binds(server, tmp_path):
     curve, url = server
     true = curve.users_at(min_rate=50, max_ttft_s=0.270)
     assert true == 3  # 220 ms at 3 users, 320 ms at 4; the rate allows 26
-    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=50,ttft_p99_ms<=270")
+    # A p99 wants 299 requests a probe; capped at 12, the answer says which tail it could miss.
+    result = capacity(
+        url, tmp_path / "c.json", "per_user_tok_s>=50,ttft_p99_ms<=270", max_requests=12
+    )
     assert_found(result, true)
+    assert result.probes[0].requests_planned == 12
+    assert any(w.startswith("W_CAPACITY_FEW_REQUESTS: TTFT p99 judged on") for w in result.warnings)
+    # The published point carries the same limit.
+    assert "; TTFT p99 judged on " in (result.perf_points[0].notes or "")
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
     assert failed.binding == ["ttft_p99_ms"]
     if not result.answer.lower_bound:
@@ -154,7 +170,7 @@ def test_every_level_passing_is_a_lower_bound(server, tmp_path):
     _curve, url = server
     result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90", max_concurrency=6)
     assert result.answer.users == 6 and result.answer.lower_bound
-    assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 6]
+    assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 3, 5, 6]
     assert result.answer.sentence.startswith("This rig serves at least 6 users")
     assert any(w.startswith("W_CAPACITY_LOWER_BOUND") for w in result.warnings)
     assert result.perf_points[0].users_at_slo_lower_bound is True
@@ -226,3 +242,115 @@ def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
         "W_CUT_SHORT: stopped by a signal after 2 finished probe(s); the result holds what was "
         "measured and the answer is a lower bound"
     ]
+
+
+# One first token in 20 takes 300 ms (seeded): the true TTFT p99 is 300 ms, past a 150 ms bound.
+SPIKE = Curve(
+    shape="linear", rate_tok_s=1000, falloff=0, ttft_s=0.01, spike_rate=0.05, spike_ttft_s=0.3
+)
+
+
+@pytest.mark.parametrize("server", [SPIKE], indirect=True)
+def test_a_one_in_twenty_spike_serves_no_user(server, tmp_path):
+    _curve, url = server
+    result = capacity(url, tmp_path / "c.json", "ttft_p99_ms<=150")
+    assert result.answer.users == 0, result.answer.sentence
+    first = result.probes[0]
+    # A p99 rests on 299 requests; four slow ones among them break it beyond doubt.
+    assert first.requests_planned == 299 and first.binding == ["ttft_p99_ms"]
+    reading = next(r for r in first.readings if r.term == "ttft_p99_ms")
+    assert reading.needed == 299 and reading.requests == first.requests_ok
+
+
+# 25 % slower at 6 users than at 7 to 9: a dip the doubling steps over.
+DIP = Curve(shape="table", table=[120, 120, 120, 120, 120, 75, 102, 102, 102, 60])
+
+
+@pytest.mark.parametrize("server", [DIP], indirect=True)
+def test_a_dip_below_the_first_passes_gives_the_level_under_it(server, tmp_path):
+    curve, url = server
+    true = curve.users_at(min_rate=90)
+    assert true == 5
+    result = capacity(url, tmp_path / "c.json", "per_user_tok_s>=90")
+    assert_found(result, true)
+    assert result.answer.unprobed == []
+    assert any(p.purpose == "check" and p.concurrency == 6 for p in result.probes)
+
+
+# The first token waits 200 ms per other stream, and a stream whose client hung up holds its
+# place for 3 s more (as llama-server holds a cancelled task's slot): 1.02 s at 6, 1.22 at 7; one
+# such request left over from a stopped probe makes 6 users read as 7.
+LINGER = Curve(
+    shape="linear", rate_tok_s=100, falloff=0.02, ttft_s=0.02, ttft_per_user_s=0.2, linger_s=3.0
+)
+
+
+@pytest.mark.parametrize("server", [LINGER], indirect=True)
+def test_probes_start_on_an_idle_server(server, tmp_path):
+    """A probe stopped early leaves requests the server still holds; the next probe waits until
+    the server's own gauge shows none (the wait is recorded), so it measures its own load."""
+    curve, url = server
+    true = curve.users_at(max_ttft_s=1.12)
+    assert true == 6
+    result = capacity(url, tmp_path / "c.json", "ttft_p50_ms<=1120")
+    assert result.answer.users == true, result.answer.sentence
+    after_stop = [
+        p for i, p in enumerate(result.probes) if i and result.probes[i - 1].stopped_early
+    ]
+    # Every probe but the first waited for the gauge to show none; after a stopped one, the
+    # server still held requests when the wait began.
+    for p in result.probes[1:]:
+        assert p.drain is not None and p.drain.idle is True
+        assert p.drain.source == "/metrics vllm:num_requests_running"
+    assert any(p.drain and p.drain.in_flight for p in after_stop), [p.drain for p in after_stop]
+
+
+# A first token after 100 ms, inside an SLO of 200 ms; the stall limit asked for is 60 ms (as
+# the profile's 60 s against an SLO's 120 s).
+SLOW_FIRST = Curve(shape="linear", rate_tok_s=100, falloff=0, ttft_s=0.1)
+
+
+@pytest.mark.parametrize("server", [SLOW_FIRST], indirect=True)
+def test_a_first_token_inside_the_slo_is_not_a_stall(server, tmp_path):
+    _curve, url = server
+    result = capacity(
+        url, tmp_path / "c.json", "ttft_p50_ms<=200", max_concurrency=2, stall_timeout_s=0.06
+    )
+    assert result.answer.users == 2 and all(p.verdict == "pass" for p in result.probes)
+    # The stall limit the probes ran with: twice the SLO's TTFT bound, recorded with the result.
+    assert result.bench.conditions.profile.overrides["stall_timeout_s"] == 0.4
+
+
+@pytest.mark.parametrize(
+    "server", [Curve(shape="linear", rate_tok_s=100, falloff=0, ttft_s=0.6)], indirect=True
+)
+def test_a_warmup_that_stalls_says_so(server, tmp_path):
+    """A first token slower than the stall limit (200 ms: twice the SLO's 100 ms) in every
+    warmup request: E_WARMUP_STALLED, not E_ENGINE_ERROR's "fix the engine"."""
+    _curve, url = server
+    with pytest.raises(RigbookError) as err:
+        capacity(url, tmp_path / "c.json", "ttft_p50_ms<=100", warmup=1, stall_timeout_s=0.06)
+    assert err.value.code == "E_WARMUP_STALLED"
+    assert "stalled" in str(err.value) and "not necessarily broken" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "server",
+    [Curve(shape="linear", rate_tok_s=100, falloff=0, fail_above=3, linger_s=600)],
+    indirect=True,
+)
+def test_a_server_still_busy_after_the_drain_timeout_is_said(server, tmp_path):
+    """At 4 users one request is refused at once and the probe stops with the other three
+    mid-stream; the server holds those for good: the next probe starts after --drain-timeout, and
+    the result says it began on a busy server."""
+    _curve, url = server
+    result = capacity(
+        url, tmp_path / "c.json", "per_user_tok_s>=50", max_concurrency=4, drain_timeout_s=0.5
+    )
+    busy = [p for p in result.probes if p.drain is not None and p.drain.idle is False]
+    assert busy and all(p.drain.in_flight for p in busy), [
+        (p.concurrency, p.verdict, p.stopped_early, p.drain) for p in result.probes
+    ]
+    said = [w for w in result.warnings if w.startswith("W_CAPACITY_NOT_IDLE")]
+    assert len(said) == len(busy)
+    assert said[0].startswith(f"W_CAPACITY_NOT_IDLE: probe {busy[0].cell + 1} began with")

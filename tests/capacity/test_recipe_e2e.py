@@ -38,6 +38,8 @@ def capacity(out: Path, *extra: str) -> dict:
         "3",
         "--reruns",
         "1",
+        "--max-requests",
+        "3",
         "--out",
         str(out),
         "--json",
@@ -73,11 +75,18 @@ def test_capacity_starts_the_recipe_measures_and_stops_what_it_started(tmp_path)
     answer = capacity(tmp_path / "c.json", "--port", str(port))
     assert answer["answer"]["users"] == 1 and answer["answer"]["complete"]
     assert answer["sentence"].startswith("This rig serves at least 1 user at ≥ 1 tok/s each")
-    # --min-requests: one round of one user is 1 request, raised to 3.
+    # --min-requests: one round of one user is 1 request, raised to 3; the 29 a p90 asks for are
+    # capped at 3 by --max-requests, and the answer says what that could miss.
     assert [(p["concurrency"], p["requests_planned"]) for p in answer["probes"]] == [
         (1, 3),
         (1, 3),
     ]
+    assert "TTFT p90 judged on 3 requests at 1 user" in answer["sentence"]
+    # Before the second probe, llama-server's own in-flight gauge was read (the recipe starts it
+    # with its metrics on) and showed none left.
+    drain = answer["probes"][1]["drain"]
+    assert drain["source"] == "/metrics llamacpp:requests_processing+llamacpp:requests_deferred"
+    assert drain["idle"] is True
     result = load_capacity(tmp_path / "c.json")
     # Measured on the port asked for, against the recipe's real engine.
     assert result.bench.conditions.url == f"http://127.0.0.1:{port}"
