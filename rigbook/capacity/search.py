@@ -164,6 +164,8 @@ def client_lag_ms(cell: Cell) -> float | None:
         load.stall_worst_bound_ms,
         load.loop_lag_worst_ms,
         load.merged_read_worst_ms,
+        load.first_read_worst_ms,
+        load.last_read_worst_ms,
         load.next_request_late_worst_ms,
     ]
     known = [f for f in figures if f is not None]
@@ -187,7 +189,10 @@ def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None)
         verdict: Verdict = "stopped"
     else:
         verdict = "fail" if failing else "pass"
-    lag = client_lag_ms(cell) if cell.client_bound else None
+    # An SLO judges TTFT too: a probe is client-bound when the client could have moved any
+    # figure (cell.client_bound speaks of the rates alone); could_flip then says if it mattered.
+    bound = cell.client_bound or bool(cell.client and cell.client.marked)
+    lag = client_lag_ms(cell) if bound else None
     could_flip = None
     if verdict == "fail" and lag is not None:
         by_name = {t.name: t for t in slo.terms}
@@ -201,7 +206,7 @@ def judge(slo: Slo, plan: ProbePlan, cell: Cell, broken: tuple[str, str] | None)
         readings=readings,
         binding=failing if verdict == "fail" else [],
         stopped_early=stopped_early,
-        client_bound=cell.client_bound,
+        client_bound=bound,
         client_lag_ms=lag,
         client_could_flip=could_flip,
         requests_ok=cell.metrics.requests_ok,
