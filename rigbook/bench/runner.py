@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
-from rigbook.bench import server_metrics
+from rigbook.bench import server_metrics, speculation
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import RawRequest, Target
@@ -248,6 +248,9 @@ async def _run(
                         f"{cell.server.generation_tokens:.0f} generated tokens, the client "
                         f"{cell.server.client_tokens}"
                     )
+                method = spec.extra.get("speculative_method")
+                if cell.speculation is None and speculation.declared(method):
+                    warnings.append(speculation.missing_warning(index, conc, method))
                 if buffered := buffered_requests(cell.requests):
                     warnings.append(
                         f"W_STREAM_BUFFERED: cell {index} (concurrency {conc}): {len(buffered)} "
@@ -523,7 +526,9 @@ async def _measure_cell(
         telemetry=telemetry,
         client=client,
         cut_short=stop.is_set(),
-    ).model_copy(update={"server": server})
+    ).model_copy(
+        update={"server": server, "speculation": server_metrics.acceptance(counted, counted_after)}
+    )
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})
