@@ -112,3 +112,19 @@ def missing_warning(index: int, concurrency: int, method: str | None) -> str:
         f"speculator ({method}) but the engine's /metrics gave no drafted or accepted tokens; "
         "its tok/s cannot be told apart from the drafter's acceptance"
     )
+
+
+def summary(s: Speculation) -> str:
+    """A cell's acceptance in words, for the terminal and the report."""
+    if s.draft_tokens <= 0:
+        return "the speculator drafted no tokens"
+    line = (
+        f"{s.accepted_tokens:.0f} of {s.draft_tokens:.0f} drafted tokens accepted "
+        f"({100 * (s.acceptance_rate or 0.0):.0f} %)"
+    )
+    if s.mean_acceptance_length is not None and s.drafts is not None:
+        line += (
+            f", mean acceptance length {s.mean_acceptance_length:.2f} tokens per step "
+            f"over {s.drafts:.0f} drafts"
+        )
+    return line
