@@ -133,3 +133,26 @@ def test_a_speculative_recipe_without_acceptance_counters_is_warned(tmp_path, re
             pp.conditions.speculative_method == "mtp" for pp in result.perf_points
         )
         assert "W_SPEC_NO_ACCEPTANCE" in json.dumps(json.loads(p.stdout)["warnings"])
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_the_report_shows_each_cells_acceptance(tmp_path, fmt):
+    from rigbook.bench.report import write_report
+
+    out = tmp_path / "r.json"
+    with synthetic_server("--rate 400 --tokens-per-chunk 4") as url:
+        p = rigbook(*bench_args(url, out, "--profile quick-repetitive --concurrency 1 --warmup 0"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    result = load_result(out)
+    page = write_report(result, tmp_path / "plain", fmt).report.read_text()
+    assert "Speculative decoding" not in page  # no counters, no table
+    counted = server_metrics.acceptance(
+        server_metrics.parse(re.sub(r" \d+$", " 0", LLAMA_PAGE, flags=re.M)),
+        server_metrics.parse(LLAMA_PAGE),
+    )
+    cell = result.cells[0].model_copy(update={"speculation": counted})
+    with_spec = result.model_copy(update={"cells": [cell]})
+    page = write_report(with_spec, tmp_path / "spec", fmt).report.read_text()
+    assert "Speculative decoding" in page and "repetitive prompts" in page
+    for figure in ("0.606", "2.82", "19, 14, 7"):
+        assert figure in page
