@@ -156,3 +156,25 @@ def test_the_report_shows_each_cells_acceptance(tmp_path, fmt):
     assert "Speculative decoding" in page and "repetitive prompts" in page
     for figure in ("0.606", "2.82", "19, 14, 7"):
         assert figure in page
+
+
+def test_a_recipes_speculator_round_trips_its_fields():
+    from rigbook.errors import RigbookError
+    from rigbook.recipe import dump_recipe, parse_recipe
+    from rigbook.recipe.resolve import resolve_recipe
+
+    recipe = resolve_recipe(SPECULATIVE_RECIPE)
+    spec = recipe.ext.speculative
+    assert spec is not None and (spec.method, spec.draft_length) == ("mtp", 3)  # MTP_DEPTH=3
+    record = dump_recipe(recipe)
+    record["rigbook"]["speculative"]["drafter_pin"] = "sha256:0123abcd"
+    again = parse_recipe(record).ext.speculative
+    assert (
+        again is not None
+        and again.model_dump()
+        == spec.model_copy(update={"drafter_pin": "sha256:0123abcd"}).model_dump()
+    )
+    record["rigbook"]["speculative"]["draft_length"] = 0
+    with pytest.raises(RigbookError) as caught:
+        parse_recipe(record)
+    assert caught.value.code == "E_RECIPE_INVALID"
