@@ -561,7 +561,7 @@ class Speculative(Record):
         default=None, description="What to choose instead, and its cost."
     )
     alternative_single_request_only: bool | None = None
-    # Measured acceptance depends on these (rigbook.bench.speculation): engineer "spec".
+    # A measured acceptance (rigbook.bench.speculation) holds only for this length and drafter.
     draft_length: int | None = Field(
         default=None,
         ge=1,
