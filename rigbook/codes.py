@@ -71,6 +71,7 @@ class Code(StrEnum):
     E_RESULT_INVALID = "E_RESULT_INVALID"
     E_STREAM_FORMAT = "E_STREAM_FORMAT"
     W_STREAM_BUFFERED = "W_STREAM_BUFFERED"
+    W_SPEC_NO_ACCEPTANCE = "W_SPEC_NO_ACCEPTANCE"
     E_SLO_INVALID = "E_SLO_INVALID"
     W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
@@ -536,6 +537,17 @@ _ALL = [
         "whole reply and they have no per-request rate.",
         "Bench the engine directly, or turn off buffering in the proxy in front of it (nginx: "
         "proxy_buffering off, or the X-Accel-Buffering: no header).",
+    ),
+    _c(
+        Code.W_SPEC_NO_ACCEPTANCE,
+        "warning",
+        None,
+        "bench",
+        "The recipe runs a speculator (speculative decoding), but the engine's /metrics gave no "
+        "drafted or accepted tokens for a cell: its tok/s cannot be told apart from how much of "
+        "the draft the target accepted on these prompts.",
+        "Serve /metrics with the engine's speculative counters (llama-server: --metrics; vLLM: "
+        "its default /metrics), then bench again; docs/bench.md lists the counters read.",
     ),
     # capacity
     _c(

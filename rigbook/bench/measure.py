@@ -146,6 +146,9 @@ def _recipe_facts(ref: str | None) -> dict:
     quant = next((m.quant for m in recipe.models if m.quant), None)
     if quant:
         extra["quant"] = quant
+    drafter = recipe.ext.speculative
+    if drafter and drafter.method:
+        extra["speculative_method"] = drafter.method
     source = recipe.engine_source
     return {
         "recipe_revision": recipe.revision.no if recipe.revision else None,

@@ -137,6 +137,20 @@ _PROFILES[("quick", 2)] = _with_unique_prompts(
     "prompt unique to its request.",
 )
 
+# The content class is a condition of a drafter's acceptance: the same quick cells over text an
+# n-gram speculator drafts well from (rigbook.bench.speculation).
+_PROFILES[("quick-repetitive", 1)] = _PROFILES[("quick", 2)].model_copy(
+    update={
+        "name": "quick-repetitive",
+        "version": 1,
+        "description": "The quick profile over deliberately repetitive text (a line to copy "
+        "thirty more times): where a drafter that copies earlier text accepts most; every "
+        "prompt unique to its request.",
+        "prompt_set": "prompts_repetitive_v1.json",
+        "workload": "repetitive",
+    }
+)
+
 
 def list_profiles() -> list[Profile]:
     """Every shipped profile version."""

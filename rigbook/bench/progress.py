@@ -17,6 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from rigbook.bench.result import BenchResult
+from rigbook.bench.speculation import summary
 from rigbook.bench.workers import ceiling
 
 _err = Console(stderr=True)
@@ -187,6 +188,9 @@ def render_result(result: BenchResult, path: Path) -> None:
     _err.print(result_table(result))
     for line in status_legend(result):
         _err.print(line, highlight=False)
+    for c in result.cells:
+        if c.speculation is not None:
+            _err.print(f"speculation, C={c.concurrency}: {summary(c.speculation)}", highlight=False)
     client = ceiling_line(result)
     if client:
         _err.print(client, highlight=False)

@@ -336,6 +336,29 @@ class ServerCounts(Model):
     )
 
 
+class Speculation(Model):
+    """A cell's speculative decoding, from the engine's own counters (rigbook.bench.speculation)."""
+
+    engine: str = Field(description="Whose counter names were read: llama.cpp or vllm.")
+    drafts: float | None = Field(
+        default=None, description="Target verification steps that carried a draft."
+    )
+    draft_tokens: float = Field(description="Tokens the drafter proposed during the cell.")
+    accepted_tokens: float = Field(description="Drafted tokens the target accepted.")
+    acceptance_rate: float | None = Field(
+        default=None, description="accepted_tokens / draft_tokens; null when nothing was drafted."
+    )
+    mean_acceptance_length: float | None = Field(
+        default=None,
+        description="Tokens per verification step, 1 + accepted_tokens / drafts (the target's "
+        "own token included); null when no step carried a draft.",
+    )
+    accepted_per_position: list[float] = Field(
+        default_factory=list,
+        description="Accepted tokens at each draft position (0 first), where the engine counts them.",
+    )
+
+
 class Cell(Model):
     """One measurement: a concurrency level in one mode."""
 
@@ -356,6 +379,10 @@ class Cell(Model):
     telemetry: CellTelemetry
     server: ServerCounts | None = Field(
         default=None, description="The engine's own counters, where it has them."
+    )
+    speculation: Speculation | None = Field(
+        default=None,
+        description="Drafted and accepted tokens over the cell, where the engine counts them.",
     )
     requests: list[RequestRecord] = Field(default_factory=list)
     repeat: int | None = Field(
@@ -513,6 +540,7 @@ LATER_FIELDS = frozenset(
         "last_read_worst_ms",
         "moved",
         "marked",
+        "speculation",
     }
 )
 

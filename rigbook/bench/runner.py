@@ -20,7 +20,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
-from rigbook.bench import server_metrics
+from rigbook.bench import server_metrics, speculation
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import RawRequest, Target
@@ -249,7 +249,7 @@ async def _run(
                     )
                     cells.append(cell)
                     level.append(cell)
-                    warnings += _cell_warnings(cell)
+                    warnings += _cell_warnings(cell, spec.extra.get("speculative_method"))
                     if spec.repeat is None:
                         break
                     why = stop_reason(level, spec.repeat, time.monotonic() - began, stop.is_set())
@@ -283,7 +283,7 @@ async def _run(
     return result
 
 
-def _cell_warnings(cell: Cell) -> list[str]:
+def _cell_warnings(cell: Cell, speculative_method: str | None) -> list[str]:
     found = []
     if cell.client and warned(cell.client):
         found.append(
@@ -301,6 +301,8 @@ def _cell_warnings(cell: Cell) -> list[str]:
             f"{len(buffered)} of {len(cell.requests)} replies came in one piece; their TTFT is "
             "the whole reply"
         )
+    if cell.speculation is None and speculation.declared(speculative_method):
+        found.append(speculation.missing_warning(cell.index, cell.concurrency, speculative_method))
     return found
 
 
@@ -549,7 +551,13 @@ async def _measure_cell(
         telemetry=telemetry,
         client=client,
         cut_short=stop.is_set(),
-    ).model_copy(update={"server": server, "repeat": repeat})
+    ).model_copy(
+        update={
+            "server": server,
+            "repeat": repeat,
+            "speculation": server_metrics.acceptance(counted, counted_after),
+        }
+    )
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
     if progress:
         progress("cell_done", {"cell": cell})

@@ -13,9 +13,11 @@ import math
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from rigbook.bench.result import ServerCounts
+from rigbook.bench.result import ServerCounts, Speculation
+from rigbook.bench.speculation import SpecCounters, over_cell
+from rigbook.bench.speculation import parse as parse_speculation
 
 # engine -> (generated tokens, prompt tokens, TTFT histogram or None), as each engine names them
 ENGINES: dict[str, tuple[str, str, str | None]] = {
@@ -41,6 +43,9 @@ class Snapshot(BaseModel):
     ttft_buckets: list[tuple[float, float]] = []  # (upper bound s, cumulative count)
     ttft_sum_s: float | None = None
     ttft_count: float | None = None
+    speculation: SpecCounters | None = Field(
+        default=None, description="Drafted and accepted tokens, where a speculator is counted."
+    )
 
 
 def parse(text: str) -> Snapshot | None:
@@ -70,6 +75,7 @@ def parse(text: str) -> Snapshot | None:
                 ttft_buckets=sorted(buckets.items()),
                 ttft_sum_s=values.get(f"{ttft}_sum") if ttft else None,
                 ttft_count=values.get(f"{ttft}_count") if ttft else None,
+                speculation=parse_speculation(engine, families),
             )
     return None
 
@@ -151,3 +157,11 @@ def compare(
         ttft_ms_mean=ttft_mean,
         ttft_ms_p50=ttft_p50,
     )
+
+
+def acceptance(before: Snapshot | None, after: Snapshot | None) -> Speculation | None:
+    """A cell's drafted and accepted tokens from two readings of one engine, or None where the
+    engine counts none."""
+    if before is None or after is None or before.engine != after.engine:
+        return None
+    return over_cell(after.engine, before.speculation, after.speculation)

@@ -561,6 +561,18 @@ class Speculative(Record):
         default=None, description="What to choose instead, and its cost."
     )
     alternative_single_request_only: bool | None = None
+    # A measured acceptance (rigbook.bench.speculation) holds only for this length and drafter.
+    draft_length: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Tokens drafted per step: the draft length, or an MTP drafter's depth "
+        "(the seed record's MTP_DEPTH=3; vLLM's num_speculative_tokens; llama-server's "
+        "--spec-draft-n-max).",
+    )
+    drafter_pin: str | None = Field(
+        default=None, description="The revision or file hash the drafter's weights are pinned to."
+    )
 
 
 class RigbookExtension(Record):

@@ -14,6 +14,10 @@ PINNED = {
     ("quick", 1): "sha256:80965784d533aac942491ace8b189fa1d073c9a6f4493796d25240ab4d82ee7c",
     ("seed", 2): "sha256:e3871c66780a7787629e40219286aca582c689e25c9c5eb91842ded6ce489d69",
     ("quick", 2): "sha256:b9b5d158d4930de0df137f9fc7325754f304e61af78a992a1bd030acae1cf72a",
+    (
+        "quick-repetitive",
+        1,
+    ): "sha256:413215dbb8eec6e63b51724aba3c8a502e2b7e45c61dfee445ec65aeda4199fd",
 }
 
 

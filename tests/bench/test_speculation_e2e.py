@@ -1,0 +1,205 @@
+"""Speculative decoding measured on the real llama-server with the embedded model.
+
+Synthetic acceptance (``--spec-synth-len L``) makes the target accept drafted tokens at a rate
+the server is told: a ground truth for the acceptance rigbook reads from the engine's counters.
+An n-gram speculator (``ngram-simple``), which drafts from text already in the context, shows
+that acceptance depends on the text: prose against the deliberately repetitive class.
+Tok/s is not asserted: the machine's load sets it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rigbook.bench.result import BenchResult, load_result
+from tests.bench import helpers
+from tests.conftest import embedded_model_path, free_port
+
+pytestmark = pytest.mark.e2e
+
+MODEL_ID = "smollm2-135m-instruct"
+DRAFT_MAX = 3  # --spec-draft-n-max, llama-server's default: a step drafts at most 3 tokens
+
+
+def llama_server_program() -> str:
+    beside = Path(sys.executable).parent / "llama-server"
+    found = str(beside) if beside.is_file() else shutil.which("llama-server")
+    if found is None:
+        pytest.fail("llama-server is not installed: run `make setup-test`")
+    return found
+
+
+@contextmanager
+def serving(argv: list[str], name: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``argv`` (a server that listens on the port it is given after ``--port``) until the
+    block ends; yields its base URL once /health answers 200."""
+    port = free_port()
+    cache = Path(__file__).parent.parent.parent / ".pytest_cache"
+    log_path = cache / f"{name}-spec-{port}.log" if cache.is_dir() else Path(os.devnull)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [*argv, "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"{name} exited with {proc.returncode} (log: {log_path})")
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} did not become ready in 300 s (log: {log_path})")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def llama_server(*spec_args: str):
+    """The real llama-server with the embedded model and ``spec_args``.
+
+    One thread: on a machine whose cores are shared, llama.cpp's threads wait for each other
+    at every barrier of a decode, and a second thread makes each step slower, not faster."""
+    return serving(
+        [
+            llama_server_program(),
+            "--model", str(embedded_model_path()), "--alias", MODEL_ID, "--parallel", "1",
+            "--threads", "1", "--threads-batch", "1", "--ctx-size", "2048", "--metrics",
+            "--jinja", *spec_args,
+        ],
+        "llama-server",
+    )  # fmt: skip
+
+
+def bench(url: str, out: Path, *options: str) -> tuple[BenchResult, str]:
+    """A bench at concurrency 1 with no warmup; the result and what the terminal showed."""
+    args = ["bench", url, "--model", MODEL_ID, "--concurrency", "1", "--warmup", "0"]
+    p = helpers.rigbook(*args, *options, "--out", str(out), timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return load_result(out), p.stderr
+
+
+def tolerance(drafts: float, requests: int) -> float:
+    """How far a measured mean acceptance length may honestly sit from the set one.
+
+    Each verification step accepts 0 to DRAFT_MAX tokens, drawn independently: its variance is
+    at most DRAFT_MAX² / 4 (Popoviciu), so the mean over N steps has a standard deviation of at
+    most DRAFT_MAX / (2 √N); four of them. Each reply's last step may draft fewer tokens than
+    DRAFT_MAX (the reply ends), which can lower the mean by at most DRAFT_MAX per reply over N.
+    """
+    return 4 * DRAFT_MAX / (2 * math.sqrt(drafts)) + requests * DRAFT_MAX / drafts
+
+
+@pytest.mark.parametrize("length", [1.5, 3.5])
+def test_synthetic_acceptance_is_read_back_as_set(tmp_path, length):
+    """The embedded model drafts for itself (draft-simple); --spec-synth-len overrides which drafted
+    tokens the target accepts, so the engine's counters must give back the length that was set."""
+    model = str(embedded_model_path())
+    requests = 2
+    with llama_server(
+        "--spec-type", "draft-simple", "--model-draft", model, "--threads-draft", "1",
+        "--threads-batch-draft", "1", "--spec-synth-len", str(length),
+    ) as url:  # fmt: skip
+        result, _ = bench(
+            url,
+            tmp_path / "synth.json",
+            "--profile",
+            "quick",
+            "--requests",
+            str(requests),
+            "--max-tokens",
+            "96",
+        )
+    (cell,) = result.cells
+    s = cell.speculation
+    assert cell.valid and s is not None and s.engine == "llama.cpp"
+    assert s.drafts and s.draft_tokens <= DRAFT_MAX * s.drafts
+    assert s.mean_acceptance_length is not None
+    assert abs(s.mean_acceptance_length - length) <= tolerance(s.drafts, requests), s
+    # Each step's own token and the drafted tokens it accepted are tokens the engine generated.
+    assert cell.server is not None
+    assert s.drafts + s.accepted_tokens <= cell.server.generation_tokens
+    assert sum(s.accepted_per_position) == s.accepted_tokens
+
+
+def test_an_ngram_drafter_accepts_more_on_repetitive_text_and_rigbook_shows_it(tmp_path):
+    """ngram-simple drafts the tokens that followed the last 3 tokens' earlier occurrence: on text
+    that repeats a line, most drafts are right; on prose, few are."""
+    with llama_server(
+        "--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+        "--spec-ngram-simple-size-m", "8",
+    ) as url:  # fmt: skip
+        prose, _ = bench(url, tmp_path / "prose.json", "--profile", "quick")
+        repetitive, shown = bench(url, tmp_path / "rep.json", "--profile", "quick-repetitive")
+    assert prose.conditions.profile.workload == "prose"
+    assert repetitive.conditions.profile.workload == "repetitive"
+    p, r = prose.cells[0].speculation, repetitive.cells[0].speculation
+    assert p is not None and r is not None and r.acceptance_rate is not None
+    assert r.draft_tokens > 0 and r.mean_acceptance_length is not None
+    # Not a statistical bound: the content effect is large (on this model, most drafts from a
+    # repeated line are right and most from prose are wrong).
+    assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
+    assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
+    # rigbook shows it: the terminal summary, and the report.
+    assert "speculation, C=1:" in shown and "drafted tokens accepted" in shown
+    rep = helpers.rigbook(
+        "report", str(tmp_path / "rep.json"), "--out", str(tmp_path / "report"), "--json"
+    )
+    assert rep.returncode == 0, rep.stderr
+    page = Path(json.loads(rep.stdout)["report"]).read_text()
+    assert "Speculative decoding" in page and "repetitive prompts" in page
+
+
+def test_vllm_cpu_runs_an_ngram_speculator_and_rigbook_reads_its_acceptance(tmp_path):
+    """The vLLM CPU build runs speculative decoding with its n-gram (prompt lookup) method and
+    counts it in /metrics; the same content effect shows."""
+    python = os.environ.get("RIGBOOK_VLLM_PYTHON")
+    models = os.environ.get("RIGBOOK_VLLM_MODELS_DIR")
+    if not python or not models:
+        pytest.skip("needs the vLLM CPU build: `make test` sets RIGBOOK_VLLM_PYTHON and "
+                    "RIGBOOK_VLLM_MODELS_DIR")  # fmt: skip
+    config = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
+              "prompt_lookup_min": 2}  # fmt: skip
+    with serving(
+        [
+            python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(Path(models) / "smollm2-135m-instruct-bf16"), "--dtype", "float32",
+            "--max-model-len", "2048", "--max-num-seqs", "4", "--enforce-eager",
+            "--served-model-name", MODEL_ID, "--speculative-config", json.dumps(config),
+        ],
+        "vllm",
+        env={"VLLM_HOST_IP": "127.0.0.1", "VLLM_CPU_KVCACHE_SPACE": "2", "CUDA_VISIBLE_DEVICES": ""},
+    ) as url:  # fmt: skip
+        prose, _ = bench(url, tmp_path / "prose.json", "--profile", "quick")
+        repetitive, _ = bench(url, tmp_path / "rep.json", "--profile", "quick-repetitive")
+    p, r = prose.cells[0].speculation, repetitive.cells[0].speculation
+    assert p is not None and r is not None and p.engine == r.engine == "vllm"
+    assert r.drafts and r.draft_tokens <= 3 * r.drafts
+    assert r.acceptance_rate is not None and r.mean_acceptance_length is not None
+    assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
+    assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
