@@ -42,7 +42,7 @@ def _refusal(path, sandbox) -> RigbookError:
     try:
         recipe = load_recipe_file(str(path))
         plan = build_plan(recipe, rig=load_rig(RIG_2X), models_dir=sandbox / "models")
-        refuse_unsafe(recipe, plan)
+        refuse_unsafe(plan)
     except RigbookError as exc:
         return exc
     pytest.fail(f"{path.name} was not refused")
