@@ -48,7 +48,7 @@ def _start(recipe, note: Note, port: int | None = None, models_dir: Path | None 
             note(f"starting {p.recipe} as {p.target.name}: $ {p.command.shown}")
         return True
 
-    return run_plan(recipe, plan, confirm=confirm, progress=note, timeout=DEFAULT_READY_TIMEOUT)
+    return run_plan(plan, confirm=confirm, progress=note, timeout=DEFAULT_READY_TIMEOUT)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.padding import Padding
+from rich.text import Text
 
 from rigbook.cli.output import JsonOption, console, emit, handled
 from rigbook.launch import check as check_recipe
@@ -34,8 +35,10 @@ def render_report(report: CheckReport, rig_file: Path | None = None) -> None:
         style = _STYLE[f.severity.value]
         gpus = f" · GPUs {','.join(map(str, f.gpus))}" if f.gpus else ""
         console.print(f"[{style}]{f.code}[/] {f.severity.value}{gpus}", highlight=False)
-        console.print(Padding(f.message, (0, 0, 0, 2)), highlight=False)
-        console.print(Padding(f"[dim]remedy:[/] {f.remedy}", (0, 0, 1, 2)), highlight=False)
+        # Messages quote the recipe: plain text, never read as markup.
+        console.print(Padding(Text(f.message), (0, 0, 0, 2)), highlight=False)
+        remedy = Text.assemble(("remedy: ", "dim"), f.remedy)
+        console.print(Padding(remedy, (0, 0, 1, 2)), highlight=False)
     errors = sum(1 for f in report.findings if f.blocks)
     verdict = "[green]ok[/]" if report.ok else f"[bold red]{errors} error(s)[/]"
     console.print(f"{report.recipe} on {where}, {on}: {verdict}", highlight=False)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
-from rigbook.cli.output import JsonOption, console, emit, handled
+from rigbook.cli.output import JsonOption, console, emit, handled, write_text
 from rigbook.compare import compare_refs
 from rigbook.compare.render_md import render_md
 from rigbook.compare.render_table import render_table
@@ -36,6 +34,6 @@ def register(app: typer.Typer) -> None:
                 )
             comparison = compare_refs(refs)
             if fmt == "md" and not as_json:
-                sys.stdout.write(render_md(comparison))
+                write_text(render_md(comparison))
                 return
             emit(comparison, as_json, lambda: render_table(comparison, console))

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.cli.output import JsonOption, console, emit, err_console, handled, write_text
 from rigbook.endpoint import SmokeResult, base_url
 from rigbook.endpoint import smoke as smoke_endpoint
 from rigbook.errors import InputError
@@ -63,7 +64,9 @@ def render_plan(plan: Plan) -> None:
         allowed = ", ".join(allow_flag(a) for a in plan.target.allow)
         console.print(f"allowed by you: {allowed}", markup=False, highlight=False, soft_wrap=True)
     for step in plan.steps:
-        console.print(f"[bold]{step.number}.[/] {step.title}", highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold]{step.number}.[/] {escape(step.title)}", highlight=False, soft_wrap=True
+        )
         for line in step.details:
             console.print(f"     {line}", markup=False, highlight=False, soft_wrap=True)
         for command in step.commands:
@@ -309,8 +312,7 @@ def logs(
             while True:
                 chunk = handle.read(65536)
                 if chunk:
-                    sys.stdout.write(chunk.decode("utf-8", errors="replace"))
-                    sys.stdout.flush()
+                    write_text(chunk.decode("utf-8", errors="replace"))
                     continue
                 run = control.state.load(name)
                 if not follow or run is None or not run.alive:

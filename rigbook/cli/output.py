@@ -5,20 +5,72 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.markup import escape
+from rich.segment import Segment
+from rich.text import Text
 
 from rigbook.errors import ErrorDocument, InternalError, RigbookError
 
-console = Console()
-err_console = Console(stderr=True)
+# Characters that drive a terminal rather than show: C0 and C1 controls (ESC starts cursor moves,
+# screen erases and OSC clipboard writes; CR and BS overwrite what was shown), DEL, the bidi
+# overrides that reorder what a line seems to say, and lone surrogates (no encoding writes them).
+# Line breaks and tabs only lay text out.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every terminal control character written out as an escape (ESC as ``\\x1b``);
+    line breaks and tabs kept."""
+    return _CONTROL.sub(_escaped, text)
+
+
+class SafeConsole(Console):
+    """A rich console that escapes every control character in the text it prints.
+
+    Recipes are written by strangers, and their text (names, arguments, messages quoting them)
+    reaches every command's output. Escaping here, where all text is turned into output, means no
+    command can forget it: strings are escaped before layout (so widths hold), and every rendered
+    segment again (text objects built elsewhere). rich's own style codes are added after this and
+    stay intact; links, which rigbook never prints, are dropped.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(escape_controls(text), **kwargs)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is not None:
+                yield segment  # rich's own cursor moves (a live status line)
+                continue
+            style = segment.style
+            if style is not None and style.link:
+                # rigbook prints no links: one comes from markup in a recipe's text (an OSC 8
+                # hyperlink that shows one address and opens another).
+                style = style.clear_meta_and_links()
+            yield Segment(escape_controls(segment.text), style)
+
+
+console = SafeConsole()
+err_console = SafeConsole(stderr=True)
 
 JsonOption = typer.Option(False, "--json", help="Print the result as JSON.")
 
@@ -35,8 +87,18 @@ def to_jsonable(value: Any) -> Any:
 
 
 def print_json(value: Any) -> None:
-    """Write ``value`` as indented JSON on stdout (no rich markup)."""
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, ensure_ascii=False) + "\n")
+    """Write ``value`` as indented JSON on stdout (no rich markup).
+
+    JSON escapes C0 controls itself; the other terminal controls (DEL, C1, bidi overrides, lone
+    surrogates) are written as ``\\u`` escapes too, which read back as the same string."""
+    text = json.dumps(to_jsonable(value), indent=2, ensure_ascii=False)
+    sys.stdout.write(_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+    sys.stdout.flush()
+
+
+def write_text(text: str) -> None:
+    """Write plain text (a log, a rendered document) on stdout with its control characters escaped."""
+    sys.stdout.write(escape_controls(text))
     sys.stdout.flush()
 
 
@@ -53,13 +115,14 @@ def report_error(exc: RigbookError, as_json: bool) -> None:
     if as_json:
         print_json(ErrorDocument(error=exc.body()))
         return
+    # Messages quote recipes: their text is never read as markup.
     err_console.print(
-        f"[bold red]error[{exc.code}][/]: {exc.message}", markup=True, highlight=False
+        f"[bold red]error[{exc.code}][/]: {escape(exc.message)}", markup=True, highlight=False
     )
     for line in exc.details:
         err_console.print(f"  - {line}", markup=False, highlight=False)
     if exc.remedy:
-        err_console.print(f"  [bold]remedy[/]: {exc.remedy}", highlight=False)
+        err_console.print(f"  [bold]remedy[/]: {escape(exc.remedy)}", highlight=False)
 
 
 @contextmanager

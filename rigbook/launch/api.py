@@ -147,7 +147,7 @@ def up(
     port, models_dir, drafter, name, allow). Signal handling is the caller's: a KeyboardInterrupt
     stops the launch.
     """
-    recipe, plan = make_plan(
+    _, plan = make_plan(
         recipe_ref,
         rig=rig,
         probe=probe,
@@ -156,4 +156,4 @@ def up(
         dry_run=False,
         **choices,
     )
-    return run_plan(recipe, plan, confirm=confirm, progress=progress, timeout=timeout)
+    return run_plan(plan, confirm=confirm, progress=progress, timeout=timeout)

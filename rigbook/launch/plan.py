@@ -8,7 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from rigbook.launch.rules import Danger
 from rigbook.preflight.finding import Finding
+from rigbook.recipe.schema import LaunchSpec
 
 
 class GpuRef(BaseModel):
@@ -95,10 +97,23 @@ class Step(BaseModel):
 
 
 class Plan(BaseModel):
-    """Everything `up` will do for one recipe on this machine."""
+    """Everything `up` will do for one recipe on this machine.
+
+    It carries what was resolved from the recipe (the launch spec, its engine kind and the danger
+    screen's verdict on this target), so running it derives none of them again.
+    """
 
     recipe: str
-    kind: str
+    kind: str = Field(description="The engine kind: the launch spec's kind.")
+    spec: LaunchSpec = Field(
+        description="The launch spec: the recipe's rigbook.launch block, or the one read from its "
+        "config.launch."
+    )
+    dangers: list[Danger] = Field(
+        default_factory=list,
+        description="The danger screen's verdict on this target: each dangerous construct as "
+        "[allow name or null, what]; those not allowed by name stop `up` with E_UNSAFE.",
+    )
     target: Target
     url: str
     model_id: str | None

@@ -250,7 +250,9 @@ def build_plan(
         drafter=drafter,
         allow=sorted(set(allow)),
     )
-    dangers = refused(target_dangers(recipe, target), set(target.allow))
+    # The screen runs once per plan; `up` acts on this verdict and does not screen again.
+    verdict = target_dangers(recipe, target, spec)
+    dangers = refused(verdict, set(target.allow))
     refuse_unless_allowed([d for d in dangers if d.allow is None], set())
     command = confine(spec.kind, target, engine.command(recipe, spec, target))
     url = engine.url(spec, target)
@@ -320,6 +322,8 @@ def build_plan(
     return Plan(
         recipe=recipe.slug,
         kind=spec.kind,
+        spec=spec,
+        dangers=verdict,
         target=target,
         url=url,
         model_id=model_id,

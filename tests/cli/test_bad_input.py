@@ -92,3 +92,78 @@ def test_an_unexpected_failure_is_one_e_internal_json_document_exiting_1(tmp_pat
             assert json.loads(done.stdout)["error"]["code"] == "E_INTERNAL"
         else:
             assert "error[E_INTERNAL]" in done.stderr and "ZeroDivisionError" in done.stderr
+
+
+ESC_RECIPE_TEXT = {
+    "model_id": "smol\x1b]52;c;cm0gLXJmIH4K\x07",  # OSC 52: a clipboard write
+    "arg": "\x1b[1A\x1b[2K",  # cursor up, erase the line: hides the line above
+    "title": "t\x9b2J\u202e",  # C1 CSI clear-screen, a bidi override
+}
+
+
+def _escape_recipe(tmp_path) -> str:
+    from rigbook.recipe import dump_recipe, get_recipe
+
+    doc = dump_recipe(get_recipe(EMBEDDED))
+    doc["slug"] = "escapes"
+    doc["title"] = ESC_RECIPE_TEXT["title"]
+    doc["rigbook"]["serve"]["model_id"] = ESC_RECIPE_TEXT["model_id"]
+    doc["rigbook"]["launch"]["args"] = ["--threads", ESC_RECIPE_TEXT["arg"]]
+    path = tmp_path / "escapes.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [("plan",), ("check",), ("recipes", "show")])
+def test_recipe_control_characters_reach_the_terminal_only_escaped(tmp_path, command):
+    done = rigbook(
+        *command,
+        _escape_recipe(tmp_path),
+        *(() if command[0] == "recipes" else ("--rig", str(_rig()))),
+    )
+    shown = done.stdout + done.stderr
+    assert done.returncode in (0, 2) and "Traceback" not in shown, shown
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert raw not in shown
+    if command == ("plan",):
+        assert "smol\\x1b]52;c;cm0gLXJmIH4K\\x07" in shown and "\\x1b[1A\\x1b[2K" in shown
+
+
+def test_json_output_escapes_the_controls_json_itself_leaves_raw(tmp_path):
+    done = rigbook("recipes", "show", _escape_recipe(tmp_path), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "\x9b" not in done.stdout and "\u202e" not in done.stdout
+    assert json.loads(done.stdout)["title"] == ESC_RECIPE_TEXT["title"]  # the same string read back
+
+
+def test_an_error_quoting_a_recipe_is_escaped_and_not_read_as_markup(tmp_path):
+    path = tmp_path / "bad.json"
+    launch = ["\x1b[2Jserve", "[bold]x[/bold]"]  # the error quotes a launch it cannot run
+    path.write_text(json.dumps({"slug": "bad", "title": "t", "config": {"launch": launch}}))
+    done = rigbook("plan", str(path), "--rig", str(_rig()))
+    assert done.returncode == 2 and "error[E_RECIPE_INVALID]" in done.stderr
+    assert "\x1b" not in done.stderr and "\\x1b[2Jserve [bold]x[/bold]" in done.stderr
+
+
+def test_the_console_escapes_text_but_keeps_its_own_styles_and_drops_links():
+    import io
+
+    from rich.text import Text
+
+    from rigbook.cli.output import SafeConsole
+
+    out = io.StringIO()
+    console = SafeConsole(file=out, force_terminal=True, color_system="standard", width=200)
+    console.print("[bold]plan[/] \x1b[2Kgone", highlight=False)
+    console.print(Text("x\x1b]52;c;AA==\x1b\\y"))  # a Text object, built outside the console
+    console.print("[link=https://example.invalid]click[/link]")
+    shown = out.getvalue()
+    assert "\x1b[1m" in shown  # rich's own bold
+    assert "\\x1b[2Kgone" in shown and "x\\x1b]52;c;AA==\\x1b\\y" in shown
+    assert "\x1b]" not in shown and "click" in shown  # no OSC: no clipboard, no hyperlink
+
+
+def _rig():
+    from tests.launch.helpers import RIG_2X
+
+    return RIG_2X

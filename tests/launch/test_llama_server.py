@@ -9,6 +9,9 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from tests.launch.helpers import rigbook, write_recipe
 
 EMBEDDED = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
@@ -65,7 +68,6 @@ def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
         "k-llama-server",
         {
             "kind": "llama_server",
-            "binary": str(program),
             "model_path": "${MODELS_DIR}/m.gguf",
             "parallel": 8,
             "cont_batching": False,
@@ -84,7 +86,14 @@ def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
             ],
         },
     )
-    plan = plan_of(str(recipe), "--port", "18124", "--models-dir", str(tmp_path / "models"))
+    plan = plan_of(
+        str(recipe),
+        "--port",
+        "18124",
+        "--models-dir",
+        str(tmp_path / "models"),
+        env={"RIGBOOK_LLAMA_SERVER": str(program)},
+    )
     argv = plan["command"]["argv"]
     assert argv[argv.index("--model") + 1] == str(tmp_path / "models" / "m.gguf")
     assert argv.count("--port") == 1 and argv[argv.index("--port") + 1] == "18124"
@@ -108,14 +117,21 @@ def test_the_models_own_tools_are_refused(tmp_path):
         "k-tools",
         {
             "kind": "llama_server",
-            "binary": str(program),
             "model_path": str(tmp_path / "m.gguf"),
             "args": ["--tools", "all"],
         },
     )
     # The model lies in the models folder: a path outside it is refused first.
     done = rigbook(
-        "up", str(recipe), "--yes", "--port", "18125", "--models-dir", str(tmp_path), "--json"
+        "up",
+        str(recipe),
+        "--yes",
+        "--port",
+        "18125",
+        "--models-dir",
+        str(tmp_path),
+        "--json",
+        env={"RIGBOOK_LLAMA_SERVER": str(program)},
     )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
@@ -128,14 +144,18 @@ def test_a_missing_program_is_e_engine_missing_naming_how_to_get_it(tmp_path):
     recipe = write_recipe(
         tmp_path,
         "k-missing",
-        {
-            "kind": "llama_server",
-            "binary": str(tmp_path / "no-such-server"),
-            "model_path": str(tmp_path / "m.gguf"),
-        },
+        {"kind": "llama_server", "model_path": str(tmp_path / "m.gguf")},
     )
     done = rigbook(
-        "up", str(recipe), "--yes", "--port", "18126", "--models-dir", str(tmp_path), "--json"
+        "up",
+        str(recipe),
+        "--yes",
+        "--port",
+        "18126",
+        "--models-dir",
+        str(tmp_path),
+        "--json",
+        env={"RIGBOOK_LLAMA_SERVER": str(tmp_path / "no-such-server")},
     )
     assert done.returncode == 2
     error = json.loads(done.stdout)["error"]
@@ -172,11 +192,12 @@ def test_a_real_gpu_out_of_memory_log_maps_to_e_gpu_memory():
     assert CODES["E_GPU_MEMORY"].remedy
 
 
-def test_the_program_is_the_recipes_then_the_variables_then_paths_then_the_venvs(
+def test_the_program_is_the_variables_then_paths_then_the_venvs_never_the_recipes(
     tmp_path, monkeypatch
 ):
     """Each place in the finder's order wins over the ones after it. The venv's comes last: a link,
-    as `make setup` makes, to the program in the llama-cpp-python wheel."""
+    as `make setup` makes, to the program in the llama-cpp-python wheel. A recipe's ``binary`` can
+    only say llama-server, and does not move the user's choice aside."""
     from rigbook.launch.engines import llama_server
     from rigbook.recipe.schema import LlamaServerLaunch
 
@@ -184,9 +205,7 @@ def test_the_program_is_the_recipes_then_the_variables_then_paths_then_the_venvs
         (tmp_path / folder).mkdir()
         return fake_program(tmp_path / folder)
 
-    in_wheel, on_path, from_env, from_recipe = (
-        program_in(f) for f in ("wheel", "path", "env", "recipe")
-    )
+    in_wheel, on_path, from_env = (program_in(f) for f in ("wheel", "path", "env"))
     venv_bin = tmp_path / "venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "llama-server").symlink_to(in_wheel)
@@ -194,9 +213,11 @@ def test_the_program_is_the_recipes_then_the_variables_then_paths_then_the_venvs
     monkeypatch.setenv("PATH", str(on_path.parent))
     monkeypatch.setenv("RIGBOOK_LLAMA_SERVER", str(from_env))
     spec = LlamaServerLaunch(model_path="m.gguf")
-    recipes = LlamaServerLaunch(model_path="m.gguf", binary=str(from_recipe))
-    assert llama_server.find_program(recipes) == from_recipe
+    recipes = LlamaServerLaunch(model_path="m.gguf", binary="llama-server")
+    assert llama_server.find_program(recipes) == from_env
     assert llama_server.find_program(spec) == from_env
+    with pytest.raises(ValidationError):
+        LlamaServerLaunch(model_path="m.gguf", binary=str(on_path))
     monkeypatch.delenv("RIGBOOK_LLAMA_SERVER")
     assert llama_server.find_program(spec) == on_path
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

@@ -279,3 +279,107 @@ def test_ctrl_c_during_the_smoke_test_says_so_and_stops_the_engine(tmp_path, rig
         or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
     )
     assert not list((rigbook_home / "locks").glob("*.json"))
+
+
+SERVES = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    def _send(self, value):
+        body = json.dumps(value).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self._send({"data": [{"id": "m"}]})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self._send({"choices": [{"message": {"content": "READY"}}]})
+
+    def log_message(self, *args):
+        pass
+
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def _count_resolutions(monkeypatch) -> dict[str, int]:
+    """Count every call of launch_spec and of the danger screen, wherever the launch modules call
+    them from."""
+    import rigbook.launch.api
+    import rigbook.launch.planner
+    import rigbook.launch.run
+    import rigbook.launch.screen
+    import rigbook.launch.spec
+
+    calls = {"launch_spec": 0, "target_dangers": 0, "recipe_dangers": 0}
+
+    def counted(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    for name, home in (
+        ("launch_spec", rigbook.launch.spec),
+        ("target_dangers", rigbook.launch.screen),
+        ("recipe_dangers", rigbook.launch.screen),
+    ):
+        wrapped = counted(name, getattr(home, name))
+        for module in (
+            rigbook.launch.spec,
+            rigbook.launch.screen,
+            rigbook.launch.planner,
+            rigbook.launch.run,
+            rigbook.launch.api,
+        ):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+def test_one_up_resolves_its_launch_spec_once_and_screens_once(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from rigbook.cli.app import app
+    from tests.conftest import free_port
+
+    port = free_port()
+    url, commit, _ = git_repo(tmp_path / "serves", {"start.py": SERVES})
+    # Through config.launch-free `rigbook.launch`, a script repo: the stub engine the tests use.
+    path = write_recipe(
+        tmp_path,
+        "serves",
+        {
+            "kind": "script_repo",
+            "git_url": url,
+            "commit": commit,
+            "start": [sys.executable, "start.py", str(port)],
+        },
+        serve={"port": port},
+    )
+    runner = CliRunner()
+
+    calls = _count_resolutions(monkeypatch)
+    dry = runner.invoke(app, ["up", str(path), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    planned = json.loads(dry.stdout)
+    assert planned["spec"]["kind"] == "script_repo" and planned["dangers"] == []
+    assert calls == {"launch_spec": 1, "target_dangers": 1, "recipe_dangers": 0}
+
+    calls = _count_resolutions(monkeypatch)
+    try:
+        live = runner.invoke(app, ["up", str(path), "--yes", "--json", "--timeout", "60"])
+        assert live.exit_code == 0, live.output
+        assert json.loads(live.stdout)["smoke"]["reply"] == "READY"
+    finally:
+        runner.invoke(app, ["down", "serves"])
+    assert calls == {"launch_spec": 1, "target_dangers": 1, "recipe_dangers": 0}

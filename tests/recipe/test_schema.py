@@ -108,7 +108,8 @@ def test_hash_does_not_depend_on_key_order(seed_record):
 @given(
     st.dictionaries(
         st.text(min_size=1, max_size=8),
-        st.one_of(st.integers(), st.text(max_size=5), st.none()),
+        # Integers as wide as a recipe may hold (64 bits).
+        st.one_of(st.integers(-(2**63), 2**64 - 1), st.text(max_size=5), st.none()),
         max_size=4,
     )
 )

@@ -55,7 +55,7 @@ def _refusal(path, sandbox) -> RigbookError:
     try:
         recipe = load_recipe_file(str(path))
         plan = build_plan(recipe, rig=load_rig(RIG_2X), models_dir=sandbox / "models")
-        refuse_unsafe(recipe, plan)
+        refuse_unsafe(plan)
     except RigbookError as exc:
         return exc
     pytest.fail(f"{path.name} was not refused")
@@ -127,7 +127,7 @@ def test_every_allow_name_a_refusal_prints_is_one_allow_accepts(name, sandbox):
     recipe = load_recipe_file(str(path))
     try:
         plan = build_plan(recipe, rig=load_rig(RIG_2X), models_dir=sandbox / "models", allow=named)
-        refuse_unsafe(recipe, plan)
+        refuse_unsafe(plan)
     except RigbookError as exc:
         left = " ".join([exc.message, exc.remedy or "", *exc.details])
         assert not (set(ALLOW_RE.findall(left)) - set(ALLOW_RE.findall(said))), left

@@ -306,7 +306,7 @@ def _run(c: dict, sandbox: Path, fakes: Path, *, up: bool) -> None:
             allow=["no-sandbox"],
         )
         if up:
-            run_plan(recipe, plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
+            run_plan(plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
     except RigbookError as exc:
         assert exc.code != "E_INTERNAL", exc
         outcome = exc.code
@@ -364,7 +364,7 @@ def test_the_fakes_run_and_log_what_they_are_given(fuzz_env, fakes):
         allow=["no-sandbox"],
     )
     with pytest.raises(RigbookError) as caught:
-        run_plan(recipe, plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
+        run_plan(plan, confirm=lambda p: True, progress=lambda m: None, timeout=3)
     assert caught.value.code == "E_ENGINE_EXIT"  # the fake exits at once
     record = json.loads((fuzz_env / "engine.log").read_text().splitlines()[0])
     assert (

@@ -3,7 +3,7 @@
 rigbook sets what it owns — model file, host, port, slots, batching, context,
 GPU layers, the served name, ``--metrics`` and ``--jinja`` — from the recipe
 and this machine; the recipe's own values for those options are author-side
-and replaced. The program is the recipe's ``binary``, else ``RIGBOOK_LLAMA_SERVER``,
+and replaced. The program is ``RIGBOOK_LLAMA_SERVER``,
 else ``llama-server`` on PATH, else the venv's own: ``make setup`` links the one built into the
 llama-cpp-python wheel beside the venv's python.
 """
@@ -55,7 +55,9 @@ FLAGS = {
 
 def find_program(spec: LlamaServerLaunch) -> Path | None:
     """The llama-server program this launch runs, or None when it is not installed."""
-    name = spec.binary or os.environ.get(BINARY_ENV) or PROGRAM
+    # The recipe's `binary` can only say llama-server: the program is the user's choice, never a
+    # recipe's.
+    name = os.environ.get(BINARY_ENV) or PROGRAM
     if "/" in name:
         path = Path(name).expanduser()
         return path if path.is_file() and os.access(path, os.X_OK) else None
@@ -126,7 +128,7 @@ class LlamaServerEngine(Engine):
         program = find_program(spec)
         kept, _ = drop_mapped(spec.args)
         argv = [
-            str(program or spec.binary or PROGRAM),
+            str(program or PROGRAM),
             "--model",
             str(self.model_path(spec, target)),
             "--host",
@@ -162,7 +164,7 @@ class LlamaServerEngine(Engine):
     def missing(self, spec: LlamaServerLaunch) -> str | None:
         if find_program(spec) is None:
             return (
-                f"{spec.binary or PROGRAM} is not installed: `make setup` builds it, or put it on PATH, "
+                f"{os.environ.get(BINARY_ENV) or PROGRAM} is not installed: `make setup` builds it, or put it on PATH, "
                 f"or set {BINARY_ENV} to its path"
             )
         return None
