@@ -101,14 +101,15 @@ ESC_RECIPE_TEXT = {
 }
 
 
-def _escape_recipe(tmp_path) -> str:
+def _escape_recipe(tmp_path, *, arg: bool = True) -> str:
     from rigbook.recipe import dump_recipe, get_recipe
 
     doc = dump_recipe(get_recipe(EMBEDDED))
     doc["slug"] = "escapes"
     doc["title"] = ESC_RECIPE_TEXT["title"]
     doc["rigbook"]["serve"]["model_id"] = ESC_RECIPE_TEXT["model_id"]
-    doc["rigbook"]["launch"]["args"] = ["--threads", ESC_RECIPE_TEXT["arg"]]
+    if arg:
+        doc["rigbook"]["launch"]["args"] = ["--threads", ESC_RECIPE_TEXT["arg"]]
     path = tmp_path / "escapes.json"
     path.write_text(json.dumps(doc))
     return str(path)
@@ -126,7 +127,15 @@ def test_recipe_control_characters_reach_the_terminal_only_escaped(tmp_path, com
     for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
         assert raw not in shown
     if command == ("plan",):
-        assert "smol\\x1b]52;c;cm0gLXJmIH4K\\x07" in shown and "\\x1b[1A\\x1b[2K" in shown
+        # The option table refuses the argument: the refusal quotes it, escaped.
+        assert done.returncode == 2 and "\\x1b[1A\\x1b[2K" in shown
+
+
+def test_a_plan_shows_recipe_text_escaped(tmp_path):
+    done = rigbook("plan", _escape_recipe(tmp_path, arg=False), "--rig", str(_rig()))
+    shown = done.stdout + done.stderr
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "smol\\x1b]52;c;cm0gLXJmIH4K\\x07" in shown, shown
 
 
 def test_json_output_escapes_the_controls_json_itself_leaves_raw(tmp_path):
