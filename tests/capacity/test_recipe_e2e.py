@@ -113,7 +113,11 @@ def test_capacity_leaves_a_launch_that_was_running_before(tmp_path):
         runs = launches()
         assert [(r["name"], r["port"], r["healthy"]) for r in runs] == [("pre", port, True)]
         assert runs[0]["pid"] == pid and psutil.pid_exists(pid)
-        assert [p.pid for p in engines(port)] == [pid]
+        # The launch's process is the sandbox's wrapper; the engine is the one it started.
+        launched = psutil.Process(pid)
+        ours = {pid} | {c.pid for c in launched.children(recursive=True)}
+        serving = engines(port)
+        assert len(serving) == 1 and serving[0].pid in ours
     finally:
         down = rigbook("down", "pre", "--json")
     assert down.returncode == 0, down.stderr
