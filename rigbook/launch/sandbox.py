@@ -154,8 +154,10 @@ def wrap(command: LaunchCommand, target: Target, *, reads: list[Path]) -> Launch
     cwd = Path(command.cwd) if command.cwd else folder
     env = _env(command, folder)
     hidden = _hidden()
-    # Only what lies in a hidden folder needs binding again; the rest of / is readable as it is.
-    hid = [r for r in dict.fromkeys(real(p) for p in reads) if any(inside(h, r) for h in hidden)]
+    # Only what lies in a hidden or private folder needs binding again (a venv or models folder in
+    # a home, or under /tmp); the rest of / is readable as it is.
+    masked = [*hidden, *(real(p) for p in PRIVATE)]
+    hid = [r for r in dict.fromkeys(real(p) for p in reads) if any(inside(h, r) for h in masked)]
     shown = [r for r in hid if not any(o != r and inside(o, r) for o in hid)]
     resolv = real("/etc/resolv.conf")  # often a link into /run, which is private here
     argv = [program, *ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
