@@ -7,6 +7,7 @@ import itertools
 import json
 import sys
 import sysconfig
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -187,11 +188,16 @@ except OSError as exc:
 """
 
 
+@pytest.mark.parametrize("under", ["home", "tmp"])
 def test_an_engine_installed_in_the_home_runs_and_the_rest_of_the_home_stays_hidden(
-    tmp_path, fake_home, monkeypatch
+    tmp_path, fake_home, monkeypatch, under
 ):
-    # A venv under ~ (as pyenv, uv or a user's own venv put them): bound in read-only, alone.
-    venv = fake_home / "venvs" / "llama"
+    # A venv under ~ (as pyenv, uv or a user's own venv put them), or under /tmp (a clone there),
+    # both folders the sandbox replaces: bound in read-only, alone.
+    if under == "home":
+        venv = fake_home / "venvs" / "llama"
+    else:
+        venv = Path(tempfile.mkdtemp(dir="/tmp")) / "llama"
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
     program = venv / "bin" / "llama-server"
