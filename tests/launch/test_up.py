@@ -9,6 +9,7 @@ from pathlib import Path
 from rigbook.launch.planner import build_plan
 from rigbook.launch.run import run_fetch_steps
 from rigbook.recipe import load_recipe_file
+from tests.conftest import free_port
 from tests.launch.helpers import GUIDE, RIG_2X, rigbook, write_recipe
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
@@ -37,8 +38,13 @@ def git_repo(tmp_path: Path, files: dict[str, str] | None = None) -> tuple[str, 
 
 
 def script_recipe(tmp_path: Path, slug: str, code: str, **launch) -> Path:
-    """A script recipe whose start runs ``code`` (its start.py) in Python, from a fresh local repository."""
+    """A script recipe whose start runs ``code`` (its start.py) in Python, from a fresh local repository.
+
+    The recipe serves on a port free now, passed to the script as its first argument: a fixed port
+    in the ephemeral range can be any test's client socket at that moment (CI once hit E_PORT).
+    """
     url, commit, _ = git_repo(tmp_path / slug, {"start.py": code})
+    port = free_port()
     return write_recipe(
         tmp_path,
         slug,
@@ -46,10 +52,10 @@ def script_recipe(tmp_path: Path, slug: str, code: str, **launch) -> Path:
             "kind": "script_repo",
             "git_url": url,
             "commit": commit,
-            "start": [sys.executable, "start.py"],
+            "start": [sys.executable, "start.py", str(port)],
             **launch,
         },
-        serve={"port": 47470},
+        serve={"port": port},
     )
 
 
@@ -67,7 +73,7 @@ def test_up_yes_prints_the_warnings_and_the_start_command_before_it_goes_on(tmp_
     )  # the start fails after the output
     assert "warning[W_POWER]" in done.stdout
     command = next(line for line in done.stdout.splitlines() if "$ " in line)
-    assert "CUDA_VISIBLE_DEVICES=0,1" in command and command.endswith(f"{sys.executable} start.py")
+    assert "CUDA_VISIBLE_DEVICES=0,1" in command and f"{sys.executable} start.py " in command
 
 
 def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbook_home):
@@ -221,7 +227,7 @@ def test_a_second_launch_under_a_running_launchs_name_is_refused(rigbook_home):
 
 
 HANGS_ON_SMOKE = """
-import json, os, signal, time
+import json, os, signal, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # an engine slow to stop: SIGKILL has to end it
 
@@ -242,7 +248,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-HTTPServer(("127.0.0.1", 47470), Handler).serve_forever()
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
 
 
@@ -350,7 +356,6 @@ def test_one_up_resolves_its_launch_spec_once_and_screens_once(tmp_path, monkeyp
     from typer.testing import CliRunner
 
     from rigbook.cli.app import app
-    from tests.conftest import free_port
 
     port = free_port()
     url, commit, _ = git_repo(tmp_path / "serves", {"start.py": SERVES})
