@@ -72,9 +72,13 @@ $(STAMP_TEST): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHO
 setup: $(STAMP_DEMO)
 setup-test: $(STAMP_TEST) system-deps
 
-# Chromium for the page tests, PostgreSQL for the database tests and bubblewrap (the sandbox
-# every native engine runs in) come from Debian's packages; installed only where missing.
+# Chromium for the page tests, PostgreSQL for the database tests, bubblewrap (the sandbox
+# every native engine runs in), docker (the docker recipes' tests; the tests start a daemon only
+# where none answers) and mmdebstrap (the local engine image, built without a registry) come from
+# Debian's packages; installed only where missing.
 system-deps:
+	@command -v dockerd >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq --no-install-recommends docker.io >/dev/null; }
+	@command -v mmdebstrap >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq --no-install-recommends mmdebstrap >/dev/null; }
 	@command -v bwrap >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq bubblewrap >/dev/null; }
 	@command -v chromium >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(APT) update -qq && $(APT) install -y -qq postgresql >/dev/null; }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,11 @@ async def scripted_server(pieces: list[bytes], pause_s: float = 0.002, hold_s: f
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@pytest.fixture(scope="session")
+def docker_daemon(tmp_path_factory) -> Iterator[None]:
+    """A docker daemon that answers for the whole run (tests/docker_daemon.py says which)."""
+    from tests.docker_daemon import daemon
+
+    yield from daemon(tmp_path_factory.mktemp("dockerd"))
