@@ -292,7 +292,11 @@ def _placeholder_kind(placeholder: str | None) -> dict:
 def docker_options(docker: str) -> dict:
     # With a daemon reachable, the client hides the options that daemon's API does not take; the
     # table is of every option the client reads, so the help is asked with no daemon to reach.
-    env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock", "DOCKER_CONTEXT": "default"}
+    env = {
+        **os.environ,
+        "DOCKER_HOST": "unix:///nonexistent/docker.sock",
+        "DOCKER_CONTEXT": "default",
+    }
     done = subprocess.run(
         [docker, "run", "--help"], capture_output=True, text=True, timeout=60, env=env
     )
