@@ -17,7 +17,7 @@ from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
 from rigbook.bench.scheduler import TOLERANCE, judge_client, warned
-from tests.bench.helpers import bench, streamed, synthetic_server
+from tests.bench.helpers import bench, recorded, streamed, synthetic_server
 from tests.conftest import scripted_server
 
 SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
@@ -246,3 +246,28 @@ def test_only_a_published_figure_is_warned_of():
     ttft = judge_client(kernel(5.0, 0.0, 0.0), one_lane(2, 200, 0.02))
     assert gaps.marked == ["itl_ms_worst_p99"] and not warned(gaps)
     assert "ttft_ms" in ttft.marked and warned(ttft)
+
+
+@pytest.mark.parametrize("kind", ["python", "compiled"] if compiled.available() else ["python"])
+def test_one_stream_on_the_ground_truth_server_keeps_its_rates(kind, tmp_path):
+    """One stream of five seconds against the synthetic server, whose own record is the truth:
+    the client measured every token the server sent, and neither rate is marked (a lag would
+    have to reach 1 % of the reply, 50 ms, to mark one)."""
+    with synthetic_server("--rate 100 --tokens-per-chunk 1 --falloff 0 --ttft-s 0.05") as url:
+        result = bench(
+            url,
+            tmp_path / "r.json",
+            concurrency=[1],
+            requests=1,
+            max_tokens=500,
+            warmup=0,
+            client=kind,
+        )
+        [served] = [r for r in recorded(url) if r["tokens"] == 500]
+    cell = result.cells[0]
+    assert cell.valid and cell.client is not None, cell.invalid_reasons
+    [record] = cell.requests
+    assert record.output_tokens == served["tokens"] and record.chunks == served["chunks"]
+    assert not cell.client_bound, cell.client.reason
+    assert not {"aggregate_tok_s", "per_request_decode_tok_s"} & set(cell.client.marked)
+    assert [p.concurrency for p in result.perf_points] == [1]
