@@ -16,7 +16,7 @@ from rigbook.bench.assemble import perf_point
 from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
-from rigbook.bench.scheduler import TOLERANCE, judge_client, warned
+from rigbook.bench.scheduler import TOLERANCE, UNBOUNDED, judge_client, warned
 from tests.bench.helpers import bench, recorded, streamed, synthetic_server
 from tests.conftest import scripted_server
 
@@ -141,6 +141,27 @@ def test_the_python_clients_stall_bounds_every_stamp():
     assert "stalled up to 30.0 ms" in (judged.reason or "")
     short = judge_client(load, one_lane(1, 20, 0.05))  # a 1 s reply: 3 %
     assert short.client_bound and "per_request_decode_tok_s" in short.marked
+
+
+def test_a_stall_longer_than_the_reply_marks_its_rates_and_the_result_still_writes():
+    """A 50 ms stall against replies of 8 ms between first and last token: the rate could be
+    anything. Before, its bound was infinite, which JSON cannot hold: the run (a capacity probe on
+    a loaded machine) ended in E_INTERNAL "Out of range float values are not JSON compliant"."""
+    load = ClientLoad(
+        loop_lag_ms=distribution([1.0, 49.0]),
+        loop_lag_worst_ms=49.0,
+        stall_worst_bound_ms=50.0,
+        worst_stall_cpu_ms=1.0,
+        cpu_s=0.1,
+        wall_s=1.0,
+        cpu_fraction=0.1,
+        client_bound=False,
+    )
+    judged = judge_client(load, one_lane(3, 5, 0.002))
+    assert judged.client_bound and "per_request_decode_tok_s" in judged.marked
+    assert judged.moved is not None and judged.moved.per_request_decode_tok_s == UNBOUNDED
+    assert "per_request_decode_tok_s without bound" in (judged.reason or "")
+    assert ClientLoad.model_validate_json(judged.model_dump_json()) == judged
 
 
 def test_reads_without_stamps_mark_every_figure():
