@@ -222,14 +222,13 @@ def _config_dangers(
         found.append(
             Danger(None, f"docker would run the image {config.get('Image')!r}, not {image!r}")
         )
-    for field in ("Entrypoint", "Cmd", "User", "WorkingDir"):
-        if config.get(field) != base_config.get(field):
-            found.append(
-                Danger(
-                    None,
-                    f"docker would change the image's {field} to {config.get(field)!r}",
-                )
-            )
+    changed = {
+        field: config.get(field)
+        for field in ("Entrypoint", "Cmd", "User", "WorkingDir")
+        if config.get(field) != base_config.get(field)
+    }
+    if changed:
+        found.append(Danger(None, f"docker would run the image with another {changed}"))
     base_env = set(base_config.get("Env") or [])
     added = [e for e in config.get("Env") or [] if e not in base_env]
     env = dict(e.partition("=")[::2] for e in added)
@@ -261,8 +260,10 @@ def dangers_of(
         found.append(Danger("volumes-from", f"docker mounts the volumes of {host['VolumesFrom']}"))
     found += _device_dangers(host, gpus)
     found += _namespace_dangers(host, base_host)
-    # Docker itself adds `label=disable` with a host IPC or PID namespace, judged on their own.
-    implied = {"label=disable"} if "host" in (host.get("IpcMode"), host.get("PidMode")) else set()
+    # Docker itself adds `label=disable` to a privileged container or one with the host's IPC or
+    # PID namespace; those are judged on their own.
+    shares = "host" in (host.get("IpcMode"), host.get("PidMode")) or host.get("Privileged")
+    implied = {"label=disable"} if shares else set()
     added_opts = [
         o
         for o in host.get("SecurityOpt") or []
