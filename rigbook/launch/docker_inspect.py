@@ -128,8 +128,24 @@ def _under(path: str, roots: list[Path]) -> bool:
     )
 
 
+API_SOCKET = "/var/run/docker.sock"
+
+
+def _api_socket(host: dict[str, Any]) -> bool:
+    """``--use-api-socket``: the docker client adds the daemon's socket as a mount of its own
+    (a ``-v`` of it is a bind like any other)."""
+    return any(
+        m.get("Type") == "bind" and m.get("Source") == API_SOCKET and m.get("Target") == API_SOCKET
+        for m in host.get("Mounts") or []
+    )
+
+
 def _mount_dangers(
-    mounts: list[dict[str, Any]], roots: list[Path], volume_options: dict[str, dict[str, str]]
+    mounts: list[dict[str, Any]],
+    roots: list[Path],
+    volume_options: dict[str, dict[str, str]],
+    *,
+    api_socket: bool,
 ) -> list[Danger]:
     found: list[Danger] = []
     for mount in mounts:
@@ -137,6 +153,9 @@ def _mount_dangers(
         if kind == "bind":
             source = os.path.realpath(mount.get("Source") or "/")
             if _under(source, roots):
+                continue
+            if api_socket and target == API_SOCKET and source == os.path.realpath(API_SOCKET):
+                found.append(Danger("use-api-socket", "docker gives the container its API socket"))
                 continue
             why = _protected(source)
             found.append(
@@ -255,7 +274,9 @@ def dangers_of(
         found.append(Danger("privileged", "docker runs the container privileged"))
     if host.get("CapAdd"):
         found.append(Danger("cap-add", f"docker adds the capabilities {host['CapAdd']}"))
-    found += _mount_dangers(shown.get("Mounts") or [], roots, volume_options or {})
+    found += _mount_dangers(
+        shown.get("Mounts") or [], roots, volume_options or {}, api_socket=_api_socket(host)
+    )
     if host.get("VolumesFrom"):
         found.append(Danger("volumes-from", f"docker mounts the volumes of {host['VolumesFrom']}"))
     found += _device_dangers(host, gpus)

@@ -103,6 +103,10 @@ def test_a_plain_container_is_judged_by_docker_and_safe(image, tmp_path):
         (["-e", "LD_PRELOAD=/x.so"], None, "LD_PRELOAD"),
         (["-P"], None, "every exposed port"),
         (["--log-driver", "none"], None, "log driver"),
+        # The client mounts the API socket itself: the same allow name as the hand parser's
+        # (the differential fuzzer found it charged as a bind of /run).
+        (["--use-api-socket"], "use-api-socket", "API socket"),
+        (["-v", "/var/run/docker.sock:/var/run/docker.sock"], None, "/run"),
     ],
 )
 def test_docker_sees_each_dangerous_option(image, tmp_path, options, allow, says):
