@@ -104,3 +104,19 @@ def test_up_without_gpus_refuses_before_starting_anything_and_leaves_nothing(see
         check=True,
     )
     assert named.stdout.strip() == ""
+
+
+def test_a_dry_run_asks_docker_nothing(seed_image, home):
+    done = rigbook(
+        "plan",
+        str(SEED),
+        "--rig",
+        str(RIG_2X),
+        "--gpus",
+        "0,1",
+        "--json",
+        env={**home, "RIGBOOK_DRY_RUN": "1"},
+    )
+    start = next(s for s in json.loads(done.stdout)["steps"] if s["kind"] == "start")
+    [judged] = start["findings"]
+    assert judged["code"] == "I_HAND_JUDGE" and "dry run" in judged["message"]
