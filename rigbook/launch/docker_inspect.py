@@ -96,10 +96,11 @@ def created(options: list[str], image: str) -> tuple[dict[str, Any], dict[str, d
     """
     name = f"rigbook-judge-{uuid.uuid4().hex[:16]}"
     before = _volumes()
-    done = _docker("create", "--name", name, *options, "--pull", "never", image)
-    # A failed create can still leave a container behind (a later step of it failed).
-    shown = _json("container", "inspect", name)
+    shown = None
     try:
+        done = _docker("create", "--name", name, *options, "--pull", "never", image)
+        # A failed create can still leave a container behind (a later step of it failed).
+        shown = _json("container", "inspect", name)
         if done.returncode != 0:
             raise DockerUnavailable(f"docker would not create it: {_first_line(done.stderr)}")
         if not shown:
@@ -108,11 +109,12 @@ def created(options: list[str], image: str) -> tuple[dict[str, Any], dict[str, d
         volumes = _json("volume", "inspect", *names) if names else None
         return shown[0], {v["Name"]: v.get("Options") or {} for v in volumes or []}
     finally:
-        if shown:
-            _docker("container", "rm", "--force", "--volumes", name)
-            made = {str(m.get("Name")) for m in shown[0].get("Mounts") or [] if m.get("Name")}
-            if made - before:
-                _docker("volume", "rm", *sorted(made - before))
+        # Also after an interrupt between create and inspect: removing what is not there fails
+        # harmlessly.
+        _docker("container", "rm", "--force", "--volumes", name)
+        made = {str(m.get("Name")) for m in (shown or [{}])[0].get("Mounts") or [] if m.get("Name")}
+        if made - before:
+            _docker("volume", "rm", *sorted(made - before))
 
 
 @functools.lru_cache(maxsize=16)

@@ -191,3 +191,19 @@ def test_no_docker_client_leaves_the_verdict_to_the_hand_parser(image, tmp_path,
     monkeypatch.setenv("PATH", str(tmp_path))
     verdict = judged(image, [], tmp_path)
     assert verdict.judge == "hand" and "not installed" in verdict.reason
+
+
+def test_an_interrupt_right_after_create_leaves_no_container(image, tmp_path, monkeypatch):
+    import rigbook.launch.docker_inspect as judge
+
+    real = judge._json
+
+    def interrupted(*args: str):
+        if args[:2] == ("container", "inspect"):
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(judge, "_json", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        judge.created(["--init"], image)
+    assert judge_containers() == []
