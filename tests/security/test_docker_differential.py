@@ -121,6 +121,17 @@ FLAGS = [
     "--use-api-socket=false",
     "--",
     "-",
+    "-privileged",
+    "---privileged",
+    "--help",
+    "--unknown-flag",
+    "-ePRIV=1",
+    "-v/etc:/x",
+    "-e=LD_PRELOAD=/x.so",
+    "--gpus=all",
+    "--device=/dev/nvidia0",
+    "--ipc=host",
+    "--net=host",
 ]
 VALUED = [
     "-e",
