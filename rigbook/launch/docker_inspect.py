@@ -33,6 +33,10 @@ from rigbook.launch.safety import CONFINING, _gpu_device, _protected
 # container id to a file of the recipe's choosing, or reads host files into the container's
 # config. The hand parser refuses them; the judge never lets the client act on them.
 CLIENT_SIDE = {"--cidfile", "--env-file", "--label-file"}
+# What the docker client needs to reach its daemon; nothing else of rigbook's environment is
+# handed to it (a name-only `-e KEY` then copies no value of this machine into the judged
+# container: the hand parser judges that name).
+CLIENT_ENV = ("PATH", "HOME", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK")
 TIMEOUT_S = 60
 
 
@@ -57,6 +61,7 @@ def _docker(*args: str) -> subprocess.CompletedProcess[str]:
             timeout=TIMEOUT_S,
             check=False,
             stdin=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if k in CLIENT_ENV or k.startswith("DOCKER_")},
         )
     except FileNotFoundError as exc:
         raise DockerUnavailable("the docker client is not installed") from exc
@@ -70,10 +75,12 @@ def _first_line(text: str) -> str:
 
 def _image_id(image: str) -> str:
     done = _docker("image", "inspect", "--format", "{{.Id}}", image)
-    if done.returncode == 0:
+    if done.returncode == 0 and done.stdout.strip().startswith("sha256:"):
         return done.stdout.strip()
     if "No such image" in done.stderr or "No such object" in done.stderr:
         raise DockerUnavailable(f"image not present locally: {image}")
+    if done.returncode == 0:
+        raise DockerUnavailable(f"docker gave no image id for {image}: {done.stdout[:80]!r}")
     raise DockerUnavailable(f"no docker daemon answers ({_first_line(done.stderr)})")
 
 
@@ -84,7 +91,10 @@ def _volumes() -> set[str]:
 
 def _json(*args: str) -> Any:
     done = _docker(*args)
-    return json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else None
+    try:
+        return json.loads(done.stdout) if done.returncode == 0 else None
+    except json.JSONDecodeError:
+        return None
 
 
 def created(options: list[str], image: str) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
