@@ -7,6 +7,7 @@ the code and remedy, and leaves no container and no volume behind.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +23,9 @@ IMAGE = json.loads(SEED.read_text())["config"]["launch"][-1]
 VOLUMES = {"glm53-qad-2x6000-runtime-cache", "glm53-qad-2x6000-hf-cache"}
 
 
+@functools.cache
 def _no_gpu() -> bool:
+    """This machine has no GPU (rigbook's own probe says so)."""
     done = rigbook("rig", "--json", timeout=120)
     return done.returncode == 0 and json.loads(done.stdout)["gpus"] == []
 
