@@ -269,3 +269,71 @@ def test_no_fuzzed_argv_passes_the_hand_parser_that_docker_shows_unsafe(image, f
         return
     outcome, unsafe = differ(recipe, spec, models)
     assert unsafe == [], (argv, outcome)
+
+
+# Options the hand parser passes, or lets through by their allow name, each with a value docker
+# accepts: argv built from these mostly reaches docker, so the two readings are compared on it.
+PASSING = [
+    ("--init", None),
+    ("--read-only", None),
+    ("--no-healthcheck", None),
+    ("--privileged", None),
+    ("--use-api-socket", None),
+    ("--shm-size", "1g"),
+    ("--memory", "2g"),
+    ("--cpus", "2"),
+    ("--ulimit", "nofile=1024:1024"),
+    ("--stop-signal", "SIGTERM"),
+    ("--cap-drop", "ALL"),
+    ("--pids-limit", "-1"),
+    ("--ipc", "host"),
+    ("--env", "FOO=1"),
+    ("--volume", "data:/data:ro"),
+    ("--volume", "/srv/rigbook-judge:/x"),
+    ("--cap-add", "SYS_ADMIN"),
+    ("--pid", "host"),
+    ("--uts", "host"),
+    ("--userns", "host"),
+    ("--network", "host"),
+    ("--security-opt", "seccomp=unconfined"),
+    ("--device", "/dev/null"),
+    ("--cgroup-parent", "rigbook-judge"),
+    ("--device-cgroup-rule", "c 1:3 rwm"),
+]
+SHORT_OF = {"--memory": "m", "--env": "e", "--volume": "v"}
+
+
+@st.composite
+def passing_argv(draw) -> list[str]:
+    items: list[str] = []
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        name, value = draw(st.sampled_from(PASSING))
+        how = draw(st.integers(min_value=0, max_value=3))
+        short = SHORT_OF.get(name)
+        if value is None:
+            items.append(name)
+        elif how == 0:
+            items += [name, value]
+        elif how == 1:
+            items.append(f"{name}={value}")
+        elif short and how == 2:
+            # Booleans first in a group, the valued letter last: `-dim 2g`, `-dm2g`.
+            items += [f"-{draw(st.sampled_from(['', 'd', 'di', 'q']))}{short}", value]
+        elif short:
+            items.append(f"-{short}{value}")
+        else:
+            items += [name, value]
+    return items
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(argv=passing_argv())
+def test_no_passing_argv_differs_between_the_judges(image, fuzz_recipe, argv):
+    recipe, models = fuzz_recipe
+    outcome, unsafe = differ(recipe, DockerLaunch(image=image, args=argv), models)
+    assert unsafe == [], (argv, outcome)
