@@ -207,3 +207,27 @@ def test_an_interrupt_right_after_create_leaves_no_container(image, tmp_path, mo
     with pytest.raises(KeyboardInterrupt):
         judge.created(["--init"], image)
     assert judge_containers() == []
+
+
+def test_plan_refuses_a_named_volume_that_docker_shows_binds_etc(image, tmp_path, monkeypatch):
+    """The hand parser sees a named volume; docker shows the volume binds /etc (a volume made
+    with bind options, here by the test, is the user's and stays)."""
+    from rigbook.errors import RigbookError
+    from rigbook.launch.planner import build_plan
+    from rigbook.recipe import load_recipe_file
+    from tests.launch.helpers import write_recipe
+
+    monkeypatch.setenv("RIGBOOK_HOME", str(tmp_path / "home"))
+    name = f"{BRANCH}-etc-{uuid.uuid4().hex[:8]}"
+    docker(
+        "volume", "create", "--opt", "type=none", "--opt", "o=bind", "--opt", "device=/etc", name
+    )
+    try:
+        launch = {"kind": "docker", "image": image, "args": ["-v", f"{name}:/x:ro"]}
+        recipe = load_recipe_file(str(write_recipe(tmp_path, "etc-volume", launch)))
+        with pytest.raises(RigbookError) as refused:
+            build_plan(recipe, models_dir=tmp_path / "models")
+        assert refused.value.code == "E_UNSAFE" and "/etc" in refused.value.message
+        assert name in volumes() and judge_containers() == []
+    finally:
+        docker("volume", "rm", name, check=False)
