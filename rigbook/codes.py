@@ -437,8 +437,8 @@ _ALL = [
         None,
         "launch",
         "Docker could not judge the docker recipe (no docker client or daemon, the image not "
-        "present locally, or docker would not create the container), so rigbook's own reading "
-        "of the `docker run` options decided.",
+        "present locally, docker would not create the container, or a dry run), so rigbook's own "
+        "reading of the `docker run` options decided.",
         "To have docker judge it, start the daemon and have the image locally (`docker pull "
         "IMAGE`), then run `rigbook check` or `rigbook plan` again.",
     ),
