@@ -99,6 +99,16 @@ def over_cell(
     )
 
 
+def pooled_length(cells: list[Speculation | None]) -> float | None:
+    """The mean acceptance length over repeated cells, pooled (1 + all accepted / all drafts), or
+    None unless every cell counted its drafts."""
+    if not cells or any(s is None or s.drafts is None for s in cells):
+        return None
+    drafts = sum(s.drafts for s in cells if s and s.drafts)
+    accepted = sum(s.accepted_tokens for s in cells if s)
+    return 1.0 + accepted / drafts if drafts else None
+
+
 def declared(method: str | None) -> bool:
     """True when a recipe names a speculative method (not one of the ways to say none)."""
     return method is not None and method.strip().lower() not in NO_SPECULATION

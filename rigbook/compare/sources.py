@@ -167,7 +167,8 @@ def _cpu(result: BenchResult) -> str:
 
 
 def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
-    """What the matching valid cell adds: its token-count source and its measured energy per token."""
+    """What the matching valid cell adds: its token-count source, its measured energy per token
+    and its drafter's mean acceptance length (the engine's counters)."""
     mode = _noted_mode(point) or result.conditions.mode
     cell = next(
         (
@@ -183,6 +184,9 @@ def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
         "token_count_source": cell.token_count_source,
         "energy_j_per_token": cell.telemetry.energy_j_per_token
         if cell.telemetry.available
+        else None,
+        "mean_acceptance_length": cell.speculation.mean_acceptance_length
+        if cell.speculation
         else None,
     }
 

@@ -178,3 +178,32 @@ def test_a_recipes_speculator_round_trips_its_fields():
     with pytest.raises(RigbookError) as caught:
         parse_recipe(record)
     assert caught.value.code == "E_RECIPE_INVALID"
+
+
+def test_a_cells_acceptance_is_a_condition_of_its_perf_point_and_repeats_pool():
+    from rigbook.bench.assemble import perf_point
+    from rigbook.bench.result import Speculation
+    from rigbook.bench.speculation import pooled_length
+    from tests.compare.bench_results import make_result
+
+    def spec(drafts: float | None, accepted: float) -> Speculation:
+        return Speculation(
+            engine="llama.cpp",
+            drafts=drafts,
+            draft_tokens=3 * (drafts or 1),
+            accepted_tokens=accepted,
+            mean_acceptance_length=1 + accepted / drafts if drafts else None,
+        )
+
+    result = make_result(energy=None)
+    cell = result.cells[0].model_copy(update={"speculation": spec(20, 30)})
+    pc = perf_point(cell, result.conditions, {"speculative_method": "ngram-simple"}).conditions
+    assert pc is not None and pc.mean_acceptance_length == 2.5
+    assert (
+        perf_point(result.cells[0], result.conditions, {}).conditions.mean_acceptance_length is None
+    )
+    # Repeats pool their counters: (30 + 10) accepted over (20 + 20) drafts, not the mean of 2.5 and 1.5.
+    assert pooled_length([spec(20, 30), spec(20, 10)]) == 2.0
+    assert pooled_length([spec(10, 30), spec(30, 10)]) == 2.0
+    assert pooled_length([spec(20, 30), None]) is None
+    assert pooled_length([spec(None, 30)]) is None
