@@ -55,7 +55,7 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
         quant=extra.get("quant"),
         kv_cache_dtype=extra.get("kv_cache_dtype"),
         speculative_method=extra.get("speculative_method"),
-        mean_acceptance_length=cell.speculation.mean_acceptance_length
+        speculative_acceptance_length=cell.speculation.mean_acceptance_length
         if cell.speculation
         else None,
         energy_j_per_token=cell.telemetry.energy_j_per_token,
@@ -111,7 +111,7 @@ def level_point(
                     "energy_j_per_token": statistics.fmean(energy)
                     if len(energy) == len(good)
                     else None,
-                    "mean_acceptance_length": pooled_length([c.speculation for c in good]),
+                    "speculative_acceptance_length": pooled_length([c.speculation for c in good]),
                 }
             ),
         }

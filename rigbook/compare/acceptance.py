@@ -23,7 +23,7 @@ from rigbook.compare.rules import CAVEAT, NC
 # Two mean acceptance lengths within this fraction of each other are alike: a cell's own length
 # moves by a few percent between runs of the same prompts (the engines sample the verification).
 ACCEPTANCE_TOLERANCE = 0.05
-CONDITION = "mean_acceptance_length"
+CONDITION = "speculative_acceptance_length"
 UNSEPARATED = "the comparison cannot separate rig speed from the drafter's acceptance"
 
 
@@ -31,15 +31,15 @@ def speculates(point: ComparedPoint) -> bool:
     """The point ran a speculator, by its stated method or by a stated acceptance above 1."""
     c = point.conditions
     return declared(c.speculative_method) or (
-        c.mean_acceptance_length is not None and c.mean_acceptance_length > 1.0
+        c.speculative_acceptance_length is not None and c.speculative_acceptance_length > 1.0
     )
 
 
 def length(point: ComparedPoint) -> float | None:
     """Tokens per target step: the stated acceptance, 1 where the point states no speculator, else None."""
     c = point.conditions
-    if c.mean_acceptance_length is not None:
-        return c.mean_acceptance_length
+    if c.speculative_acceptance_length is not None:
+        return c.speculative_acceptance_length
     if c.speculative_method is not None and not declared(c.speculative_method):
         return 1.0
     return None

@@ -185,7 +185,7 @@ def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
         "energy_j_per_token": cell.telemetry.energy_j_per_token
         if cell.telemetry.available
         else None,
-        "mean_acceptance_length": cell.speculation.mean_acceptance_length
+        "speculative_acceptance_length": cell.speculation.mean_acceptance_length
         if cell.speculation
         else None,
     }

@@ -259,7 +259,7 @@ class PerfConditions(Record):
     kv_cache_dtype: str | None = None
     speculative_method: str | None = None
     # Which drafter ran says little without how much of its draft the target took (the text decides).
-    mean_acceptance_length: float | None = Field(
+    speculative_acceptance_length: float | None = Field(
         default=None,
         ge=1,
         le=65,

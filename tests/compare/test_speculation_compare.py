@@ -29,7 +29,7 @@ def claim_file(tmp_path: Path, rates: dict[int, float], length: float | None) ->
     record = dump_recipe(resolve_recipe(H200_RECIPE))
     record["slug"] = "smollm2-speculative-claim"
     record["rigbook"]["speculative"] = {"method": "draft-simple", "draft_length": 3}
-    conditions = {} if length is None else {"mean_acceptance_length": length}
+    conditions = {} if length is None else {"speculative_acceptance_length": length}
     record["perf_points"] = [
         {"concurrency": c, "decode_tok_s": r, "claimed_by": "submitter", "conditions": conditions}
         for c, r in rates.items()
@@ -68,7 +68,7 @@ def test_a_claim_without_acceptance_cannot_be_separated_from_the_drafter(tmp_pat
     claim = claim_file(tmp_path, {1: 600.0, 4: 1800.0}, None)
     measured = measured_file(tmp_path, {1: 520.0, 4: 1480.0}, 2.5)
     pair = compare_refs([str(claim), str(measured)]).pairs[0]
-    (reason,) = [r for r in throughput(pair) if r.condition == "mean_acceptance_length"]
+    (reason,) = [r for r in throughput(pair) if r.condition == "speculative_acceptance_length"]
     assert reason.severity == "caveat" and (reason.a, reason.b) == (None, "2.50")
     assert reason.message == (
         f"mean acceptance length unknown on A (B: 2.50 tokens per step): {UNSEPARATED}"
@@ -95,7 +95,7 @@ def test_known_acceptance_on_both_sides_splits_the_rate_gap(tmp_path):
     assert gap.acceptance_ratio_pct == pytest.approx(150.0)
     assert gap.step_rate_ratio_pct == pytest.approx(120.0)
     assert gap.acceptance_share_pct == pytest.approx(100 * math.log(1.5) / math.log(1.8))
-    (reason,) = [r for r in throughput(pair) if r.condition == "mean_acceptance_length"]
+    (reason,) = [r for r in throughput(pair) if r.condition == "speculative_acceptance_length"]
     expected = (
         "mean acceptance length differs: 3.00 vs 2.00 tokens per step; at one step rate A would "
         "make 150.0% of B's tok/s: acceptance accounts for 69% of the gap (log scale), A's target "
@@ -116,7 +116,7 @@ def point(
         decode_tok_s=rate,
         claimed_by="measured",
         conditions=ComparedConditions(
-            speculative_method=method, mean_acceptance_length=length, gpu_count=gpus
+            speculative_method=method, speculative_acceptance_length=length, gpu_count=gpus
         ),
     )
 
@@ -128,7 +128,7 @@ def pair(a: ComparedPoint, b: ComparedPoint) -> PointPair:
 
 def reasons(p: PointPair, aspect: str = "throughput") -> list:
     found = next(v for v in p.verdicts if v.aspect == aspect).reasons
-    return [r for r in found if r.condition == "mean_acceptance_length"]
+    return [r for r in found if r.condition == "speculative_acceptance_length"]
 
 
 def test_no_speculator_on_either_side_says_nothing_of_acceptance():
@@ -138,9 +138,9 @@ def test_no_speculator_on_either_side_says_nothing_of_acceptance():
 
 def test_acceptance_within_five_percent_is_alike_and_named_as_the_same():
     p = pair(point("mtp", 2.50, 150.0), point("mtp", 2.60, 100.0))
-    assert not reasons(p) and "mean_acceptance_length" in p.same
+    assert not reasons(p) and "speculative_acceptance_length" in p.same
     p = pair(point("mtp", 2.50, 150.0), point("mtp", 2.70, 100.0))
-    assert reasons(p) and "mean_acceptance_length" not in p.same
+    assert reasons(p) and "speculative_acceptance_length" not in p.same
 
 
 def test_a_side_without_a_speculator_makes_one_token_per_step():
