@@ -9,8 +9,8 @@ import json
 from rigbook.preflight.check import check_recipe
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.model import load_rig
-from tests.conftest import FIXTURES
 from tests.bench.helpers import rigbook
+from tests.conftest import FIXTURES
 
 GUIDE = "glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"
 SEED = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
