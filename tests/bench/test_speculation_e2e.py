@@ -227,3 +227,38 @@ def test_vllm_cpu_runs_an_ngram_speculator_and_rigbook_reads_its_acceptance(tmp_
     assert r.acceptance_rate is not None and r.mean_acceptance_length is not None
     assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
     assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
+
+
+CATALOG_NGRAM = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-ngram"
+
+
+def test_the_catalog_ngram_recipe_serves_and_its_bench_keeps_the_acceptance(tmp_path):
+    """The catalog's n-gram recipe, launched by `rigbook up` as a user would: a bench that names
+    the recipe carries each cell's acceptance, per cell and per request, and in its perf point
+    beside the recipe's method; no W_SPEC_NO_ACCEPTANCE."""
+    port = free_port()
+    up = helpers.rigbook(
+        "up", CATALOG_NGRAM, "--yes", "--port", str(port), "--name", "spec-ngram",
+        "--timeout", "300", timeout=400,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        result, _ = bench(
+            f"http://127.0.0.1:{port}",
+            tmp_path / "ngram.json",
+            "--profile",
+            "quick-repetitive",
+            "--recipe",
+            CATALOG_NGRAM,
+        )
+    finally:
+        down = helpers.rigbook("down", "spec-ngram")
+    assert down.returncode == 0, down.stdout + down.stderr
+    (cell,) = result.cells
+    s = cell.speculation
+    assert s is not None and s.draft_tokens > 0 and s.mean_acceptance_length is not None
+    per_request_agrees(s, cell.metrics.requests_ok)
+    assert not [w for w in result.warnings if w.startswith("W_SPEC_NO_ACCEPTANCE")]
+    (point,) = result.perf_points
+    assert point.conditions is not None and point.conditions.speculative_method == "ngram-simple"
+    assert point.conditions.speculative_acceptance_length == s.mean_acceptance_length
