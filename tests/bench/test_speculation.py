@@ -156,6 +156,17 @@ def test_the_report_shows_each_cells_acceptance(tmp_path, fmt):
     assert "Speculative decoding" in page and "repetitive prompts" in page
     for figure in ("0.606", "2.82", "19, 14, 7"):
         assert figure in page
+    assert "(2 responses)" not in page
+    # The responses' own counts (30 of 40 and 10 of 26) beside the counters, which they match.
+    from rigbook.bench.speculation import with_requests
+
+    per = with_requests(counted, [_record(0, 40, 30), _record(1, 26, 10)])
+    cell = result.cells[0].model_copy(update={"speculation": per})
+    page = write_report(result.model_copy(update={"cells": [cell]}), tmp_path / "per", fmt)
+    text = page.report.read_text()
+    assert "responses agree with counters" in text and "(2 responses)" in text
+    for figure in ("0.421 / 0.567 / 0.713", "yes"):
+        assert figure in text
 
 
 def test_a_recipes_speculator_round_trips_its_fields():
