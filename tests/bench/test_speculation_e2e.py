@@ -27,7 +27,8 @@ from rigbook.bench.result import BenchResult, Speculation, load_result
 from tests.bench import helpers
 from tests.conftest import embedded_model_path, free_port
 
-pytestmark = pytest.mark.e2e
+# Starting a server and a few benches on shared cores can outlast the suite's 300 s per test.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 MODEL_ID = "smollm2-135m-instruct"
 DRAFT_MAX = 3  # --spec-draft-n-max, llama-server's default: a step drafts at most 3 tokens
