@@ -11,6 +11,7 @@ from rigbook.bench import server_metrics
 from rigbook.bench.result import load_result
 from rigbook.bench.speculation import declared, summary
 from tests.bench.helpers import bench_args, rigbook, synthetic_server
+from tests.conftest import SEED_RECORD
 
 # As the pinned llama-server (--metrics, a draft model, --spec-synth-len 2.5) answered after one
 # 64-token reply; the counters that do not matter here are left out.
@@ -112,7 +113,12 @@ def test_a_recipe_runs_a_speculator_unless_it_names_none(method, runs):
 SPECULATIVE_RECIPE = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
 
 
-@pytest.mark.parametrize("recipe,warned", [(SPECULATIVE_RECIPE, True), (None, False)])
+@pytest.mark.parametrize(
+    "recipe,warned",
+    # The public record has no rigbook block: its launch's SPECULATOR=mtp says it drafts.
+    [(SPECULATIVE_RECIPE, True), (str(SEED_RECORD), True), (None, False)],
+    ids=["catalog", "public-record", "no-recipe"],
+)
 def test_a_speculative_recipe_without_acceptance_counters_is_warned(tmp_path, recipe, warned):
     """The synthetic server counts tokens in /metrics but no drafts: a recipe that says it runs a
     speculator (the seed record's MTP) then gets W_SPEC_NO_ACCEPTANCE on each cell."""
