@@ -352,6 +352,8 @@ static int event_member(void *ctx, const unsigned char *key, size_t len, int esc
     READS("choices", choices)
     READS("error", error)
     READS("usage", usage)
+    /* a response's own timings (llama-server's drafted and accepted tokens): apply_event's */
+    if (is_key(key, len, escaped, "timings")) return -1;
     return value(s, depth);
 }
 

@@ -17,6 +17,7 @@ from rigbook.bench.result import (
     RequestRecord,
     RunTelemetry,
 )
+from rigbook.bench.speculation import pooled_length
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
 T = TypeVar("T")
@@ -54,6 +55,9 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
         quant=extra.get("quant"),
         kv_cache_dtype=extra.get("kv_cache_dtype"),
         speculative_method=extra.get("speculative_method"),
+        speculative_acceptance_length=cell.speculation.mean_acceptance_length
+        if cell.speculation
+        else None,
         energy_j_per_token=cell.telemetry.energy_j_per_token,
         rate_definition="aggregate_with_ttft",
     )
@@ -106,7 +110,8 @@ def level_point(
                     # Only where every counted repeat read its energy.
                     "energy_j_per_token": statistics.fmean(energy)
                     if len(energy) == len(good)
-                    else None
+                    else None,
+                    "speculative_acceptance_length": pooled_length([c.speculation for c in good]),
                 }
             ),
         }

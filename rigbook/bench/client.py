@@ -44,6 +44,8 @@ class RawRequest:
         "cancelled",
         "continuous",
         "done",
+        "draft_accepted",
+        "draft_tokens",
         "error",
         "final_usage",
         "finish_reason",
@@ -68,6 +70,9 @@ class RawRequest:
         self.error: str | None = None
         self.prompt_tokens: int | None = None
         self.reasoning_tokens_reported: int | None = None
+        # What llama-server's final `timings` say this request drafted and the target accepted.
+        self.draft_tokens: int | None = None
+        self.draft_accepted: int | None = None
         self.cancelled = False
         self.reads = 0
         # When the previous stream of this request's lane ended (the scheduler sets it): how
@@ -344,6 +349,10 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
         prompt = _count(usage.get("prompt_tokens"))
         details = usage.get("completion_tokens_details")
         reasoning_reported = _count(details.get("reasoning_tokens")) if details else None
+    timings = data.get("timings")
+    drafted = accepted = None
+    if type(timings) is dict and "draft_n" in timings:
+        drafted, accepted = _count(timings["draft_n"]), _count(timings.get("draft_n_accepted"))
     if token >= 0:
         raw.times.append(now)
         raw.reasoning.append(token)
@@ -358,6 +367,8 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
             raw.prompt_tokens = prompt
         if reasoning_reported is not None:
             raw.reasoning_tokens_reported = reasoning_reported
+    if drafted is not None:
+        raw.draft_tokens, raw.draft_accepted = drafted, accepted
 
 
 def apply_tokens(

@@ -140,13 +140,14 @@ def _recipe_facts(ref: str | None) -> dict:
     if ref is None:
         return {}
     from rigbook.recipe.resolve import resolve_recipe
+    from rigbook.recipe.speculator import speculator
 
     recipe = resolve_recipe(ref)
     extra = {}
     quant = next((m.quant for m in recipe.models if m.quant), None)
     if quant:
         extra["quant"] = quant
-    drafter = recipe.ext.speculative
+    drafter = speculator(recipe)  # its block, else what its launch states
     if drafter and drafter.method:
         extra["speculative_method"] = drafter.method
     source = recipe.engine_source

@@ -206,6 +206,8 @@ def to_record(
         itl_ms_mean=itl_mean,
         itl_ms=distribution(gaps),
         window_tokens=window_tokens,
+        draft_tokens=raw.draft_tokens,
+        accepted_draft_tokens=raw.draft_accepted,
     )
 
 

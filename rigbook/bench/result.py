@@ -98,6 +98,14 @@ class RequestRecord(Model):
     window_tokens: float | None = Field(
         default=None, description="Sustained mode: tokens that arrived inside the window."
     )
+    draft_tokens: int | None = Field(
+        default=None,
+        description="Tokens a speculator drafted for this request, as the response's own "
+        "timings say (llama-server's draft_n); null where the response says nothing.",
+    )
+    accepted_draft_tokens: int | None = Field(
+        default=None, description="Of those, the tokens the target accepted (draft_n_accepted)."
+    )
 
 
 class WorkerLoad(Model):
@@ -337,6 +345,24 @@ class ServerCounts(Model):
     )
 
 
+class RequestAcceptance(Model):
+    """Drafted and accepted tokens as each response reported them (llama-server's final
+    ``timings``: ``draft_n``, ``draft_n_accepted``), beside the engine's counters."""
+
+    requests: int = Field(description="Responses that reported drafted tokens.")
+    draft_tokens: int = Field(description="Their drafted tokens, summed.")
+    accepted_tokens: int = Field(description="Their accepted tokens, summed.")
+    acceptance_rate: Distribution = Field(
+        default_factory=Distribution,
+        description="Each response's accepted / drafted tokens (responses that drafted some).",
+    )
+    matches_counters: bool | None = Field(
+        default=None,
+        description="The sums equal the /metrics counters' over the cell; null where the cell has "
+        "no counters or a request did not finish (a cut stream reports nothing).",
+    )
+
+
 class Speculation(Model):
     """A cell's speculative decoding, from the engine's own counters (rigbook.bench.speculation)."""
 
@@ -357,6 +383,11 @@ class Speculation(Model):
     accepted_per_position: list[float] = Field(
         default_factory=list,
         description="Accepted tokens at each draft position (0 first), where the engine counts them.",
+    )
+    per_request: RequestAcceptance | None = Field(
+        default=None,
+        description="What the responses themselves reported, where the engine sends it "
+        "(llama-server); without /metrics counters the cell's figures are these sums.",
     )
 
 
@@ -542,6 +573,10 @@ LATER_FIELDS = frozenset(
         "moved",
         "marked",
         "speculation",
+        "speculative_acceptance_length",
+        "per_request",
+        "draft_tokens",
+        "accepted_draft_tokens",
     }
 )
 

@@ -555,7 +555,9 @@ async def _measure_cell(
         update={
             "server": server,
             "repeat": repeat,
-            "speculation": server_metrics.acceptance(counted, counted_after),
+            "speculation": speculation.with_requests(
+                server_metrics.acceptance(counted, counted_after), records
+            ),
         }
     )
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))

@@ -19,7 +19,8 @@ from __future__ import annotations
 from prometheus_client.metrics_core import Metric
 from pydantic import BaseModel, ConfigDict
 
-from rigbook.bench.result import Speculation
+from rigbook.bench.metrics import distribution
+from rigbook.bench.result import RequestAcceptance, RequestRecord, Speculation
 
 # engine -> metric family prefix (prometheus_client strips "_total" from counter family names)
 PREFIXES: dict[str, str] = {
@@ -99,6 +100,49 @@ def over_cell(
     )
 
 
+def with_requests(counted: Speculation | None, records: list[RequestRecord]) -> Speculation | None:
+    """The cell's acceptance with what each response reported (llama-server's ``timings``), cross-
+    checked against the counters where every request finished; the responses' sums alone where the
+    engine serves no counters. A response that drafted nothing reports nothing."""
+    reported = [r for r in records if r.draft_tokens is not None]
+    if not reported:
+        return counted
+    drafted = sum(r.draft_tokens or 0 for r in reported)
+    accepted = sum(r.accepted_draft_tokens or 0 for r in reported)
+    finished = all(r.ok and not r.cut_at_window for r in records)
+    per = RequestAcceptance(
+        requests=len(reported),
+        draft_tokens=drafted,
+        accepted_tokens=accepted,
+        acceptance_rate=distribution(
+            [(r.accepted_draft_tokens or 0) / r.draft_tokens for r in reported if r.draft_tokens]
+        ),
+        matches_counters=counted.draft_tokens == drafted and counted.accepted_tokens == accepted
+        if counted is not None and finished
+        else None,
+    )
+    if counted is None:
+        # Only llama-server reports drafts in its responses.
+        return Speculation(
+            engine="llama.cpp",
+            draft_tokens=drafted,
+            accepted_tokens=accepted,
+            acceptance_rate=accepted / drafted if drafted else None,
+            per_request=per,
+        )
+    return counted.model_copy(update={"per_request": per})
+
+
+def pooled_length(cells: list[Speculation | None]) -> float | None:
+    """The mean acceptance length over repeated cells, pooled (1 + all accepted / all drafts), or
+    None unless every cell counted its drafts."""
+    if not cells or any(s is None or s.drafts is None for s in cells):
+        return None
+    drafts = sum(s.drafts for s in cells if s and s.drafts)
+    accepted = sum(s.accepted_tokens for s in cells if s)
+    return 1.0 + accepted / drafts if drafts else None
+
+
 def declared(method: str | None) -> bool:
     """True when a recipe names a speculative method (not one of the ways to say none)."""
     return method is not None and method.strip().lower() not in NO_SPECULATION
@@ -127,4 +171,13 @@ def summary(s: Speculation) -> str:
             f", mean acceptance length {s.mean_acceptance_length:.2f} tokens per step "
             f"over {s.drafts:.0f} drafts"
         )
+    per = s.per_request
+    if per is not None and per.acceptance_rate.p50 is not None:
+        line += f"; per request, median acceptance rate {100 * per.acceptance_rate.p50:.0f} %"
+        if per.matches_counters is not None:
+            line += (
+                " (responses agree with the counters)"
+                if per.matches_counters
+                else f" (responses: {per.accepted_tokens} of {per.draft_tokens}, not the counters')"
+            )
     return line

@@ -53,6 +53,8 @@ class PackedRaw:
     error: str | None
     prompt_tokens: int | None
     reasoning_tokens_reported: int | None
+    draft_tokens: int | None
+    draft_accepted: int | None
     cancelled: bool
     reads: int
 
@@ -71,6 +73,8 @@ class PackedRaw:
             error=raw.error,
             prompt_tokens=raw.prompt_tokens,
             reasoning_tokens_reported=raw.reasoning_tokens_reported,
+            draft_tokens=raw.draft_tokens,
+            draft_accepted=raw.draft_accepted,
             cancelled=raw.cancelled,
             reads=raw.reads,
         )
@@ -88,6 +92,7 @@ class PackedRaw:
             self.prompt_tokens,
         )
         raw.reasoning_tokens_reported = self.reasoning_tokens_reported
+        raw.draft_tokens, raw.draft_accepted = self.draft_tokens, self.draft_accepted
         raw.cancelled, raw.reads = self.cancelled, self.reads
         return raw
 

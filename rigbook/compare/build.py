@@ -13,6 +13,7 @@ from itertools import combinations
 from pathlib import PurePath
 
 from rigbook.capacity.slo import canonical_slo
+from rigbook.compare import acceptance
 from rigbook.compare.derived import derive
 from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.quality import quality_pairs
@@ -99,6 +100,10 @@ def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint
     side_b = Side(point=b, derived=derive(b, b_src.model))
     outcomes = judge(a, a_src.model, b, b_src.model)
     decode_ratio = _pct(a.decode_tok_s, b.decode_tok_s)
+    accepted = acceptance.gap(a, b, decode_ratio)
+    same = [o.rule for o in outcomes if o.kind == "equal"]
+    if accepted and not acceptance.reasons(accepted):
+        same.append(acceptance.CONDITION)  # both known and alike: the gap is not the drafter's
     users_ratio = _pct(a.users_at_slo, b.users_at_slo) if a.slo is not None else None
     return PointPair(
         concurrency=a.concurrency,
@@ -111,13 +116,15 @@ def pair_points(a_src: Source, a: ComparedPoint, b_src: Source, b: ComparedPoint
         per_gpu_ratio_pct=_pct(
             side_a.derived.decode_tok_s_per_gpu, side_b.derived.decode_tok_s_per_gpu
         ),
-        same=[o.rule for o in outcomes if o.kind == "equal"],
+        same=same,
+        acceptance=accepted,
         # Under an SLO the throughput that counts is the users served.
         verdicts=aspect_verdicts(
             outcomes,
             side_a.derived.tok_s_per_w,
             side_b.derived.tok_s_per_w,
             users_ratio if a.slo is not None else decode_ratio,
+            acceptance.reasons(accepted),
         ),
     )
 

@@ -72,7 +72,13 @@ class Reason(BaseModel):
     condition: str = Field(description="Rule name, e.g. gpu_count, power_limit_w_per_gpu, energy.")
     severity: Severity
     kind: Literal[
-        "differs", "unknown_one_side", "unknown_both", "missing", "two_factors", "varied_factor"
+        "differs",
+        "unknown_one_side",
+        "unknown_both",
+        "missing",
+        "two_factors",
+        "varied_factor",
+        "acceptance",
     ]
     a: str | None = None
     b: str | None = None
@@ -135,6 +141,33 @@ class Side(BaseModel):
     derived: Derived
 
 
+class AcceptanceGap(BaseModel):
+    """Speculative decoding in a lined-up pair: each side's tokens per target step, and how the
+    rate ratio splits into acceptance and step rate (rigbook.compare.acceptance)."""
+
+    a_mean_acceptance_length: float | None = Field(
+        default=None,
+        description="A's tokens per target step: its stated acceptance, 1 with no speculator, "
+        "null when unknown.",
+    )
+    b_mean_acceptance_length: float | None = None
+    acceptance_ratio_pct: float | None = Field(
+        default=None,
+        description="A's mean acceptance length as a percentage of B's: A's tok/s as a share of "
+        "B's if both ran target steps at one rate.",
+    )
+    step_rate_ratio_pct: float | None = Field(
+        default=None,
+        description="The decode ratio over the acceptance ratio: A's rate of target steps as a "
+        "percentage of B's, what the rig, engine and setup account for.",
+    )
+    acceptance_share_pct: float | None = Field(
+        default=None,
+        description="The acceptance ratio's share of the rate gap on a log scale, "
+        "100 x ln(acceptance ratio) / ln(decode ratio); null when the rates are equal.",
+    )
+
+
 class PointPair(BaseModel):
     """Two points at the same concurrency (and context length, where both state one), with verdicts."""
 
@@ -154,6 +187,9 @@ class PointPair(BaseModel):
     per_gpu_ratio_pct: float | None = None
     same: list[str] = Field(
         default_factory=list, description="Conditions known on both sides and equal."
+    )
+    acceptance: AcceptanceGap | None = Field(
+        default=None, description="Where either side runs a speculator: its acceptance, each side."
     )
     verdicts: list[AspectVerdict]
 

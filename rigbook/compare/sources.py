@@ -23,6 +23,7 @@ from rigbook.quality import result as quality_result
 from rigbook.quality.claims import needle_claim, recipe_quality
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
+from rigbook.recipe.speculator import speculator
 
 BENCH_KIND = "rigbook.bench.result"
 CPU = "CPU"
@@ -88,7 +89,7 @@ def recipe_defaults(recipe: Recipe) -> dict:
         or (recipe.engine_source.base_version if recipe.engine_source else None),
         "quant": recipe.models[0].quant if len(recipe.models) == 1 else None,
         "kv_cache_dtype": ext.kv_cache_dtype,
-        "speculative_method": ext.speculative.method if ext.speculative else None,
+        "speculative_method": drafter.method if (drafter := speculator(recipe)) else None,
     }
 
 
@@ -167,7 +168,8 @@ def _cpu(result: BenchResult) -> str:
 
 
 def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
-    """What the matching valid cell adds: its token-count source and its measured energy per token."""
+    """What the matching valid cell adds: its token-count source, its measured energy per token
+    and its drafter's mean acceptance length (the engine's counters)."""
     mode = _noted_mode(point) or result.conditions.mode
     cell = next(
         (
@@ -183,6 +185,9 @@ def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
         "token_count_source": cell.token_count_source,
         "energy_j_per_token": cell.telemetry.energy_j_per_token
         if cell.telemetry.available
+        else None,
+        "speculative_acceptance_length": cell.speculation.mean_acceptance_length
+        if cell.speculation
         else None,
     }
 

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from statistics import geometric_mean
 
 from rigbook.compare.model import ASPECT_TITLES, Aspect, AspectVerdict, Reason, VerdictWord
@@ -106,8 +107,10 @@ def aspect_verdicts(
     a_tpw: float | None,
     b_tpw: float | None,
     decode_ratio_pct: float | None,
+    extra: Mapping[Aspect, list[Reason]] | None = None,
 ) -> list[AspectVerdict]:
-    """The verdict per aspect for one lined-up pair of points."""
+    """The verdict per aspect for one lined-up pair of points; ``extra`` adds reasons no single
+    rule gives (the drafter's acceptance, rigbook.compare.acceptance)."""
     energy_both = a_tpw is not None and b_tpw is not None
     scaling_applies = any(RULES_BY_NAME[o.rule].factor and o.kind != "equal" for o in outcomes)
     verdicts = []
@@ -115,6 +118,7 @@ def aspect_verdicts(
         if aspect == "scaling" and not scaling_applies:
             continue
         reasons = [r for o in outcomes if (r := _reason(o, aspect, energy_both))]
+        reasons += (extra or {}).get(aspect, [])
         figure = decode_ratio_pct
         if aspect == "power_efficiency":
             reasons += _energy_reasons(a_tpw, b_tpw)

@@ -258,6 +258,14 @@ class PerfConditions(Record):
     quant: str | None = None
     kv_cache_dtype: str | None = None
     speculative_method: str | None = None
+    # Which drafter ran says little without how much of its draft the target took (the text decides).
+    speculative_acceptance_length: float | None = Field(
+        default=None,
+        ge=1,
+        le=65,
+        description="Tokens per target step where a draft was verified, 1 + accepted / drafts "
+        "(measured by the engine's counters, or claimed); 1 would be a drafter that never hit.",
+    )
     energy_j_per_token: float | None = Field(
         default=None, ge=0, description="Measured (energy counter) joules per output token."
     )

@@ -144,4 +144,5 @@ def outcome(raw: RawRequest) -> dict:
         "prompt_tokens": raw.prompt_tokens,
         "error": raw.error,
         "done": raw.done is not None,
+        "drafted": (raw.draft_tokens, raw.draft_accepted),
     }

@@ -23,11 +23,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rigbook.bench.result import BenchResult, load_result
+from rigbook.bench.result import BenchResult, Speculation, load_result
 from tests.bench import helpers
 from tests.conftest import embedded_model_path, free_port
 
-pytestmark = pytest.mark.e2e
+# Starting a server and a few benches on shared cores can outlast the suite's 300 s per test.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 MODEL_ID = "smollm2-135m-instruct"
 DRAFT_MAX = 3  # --spec-draft-n-max, llama-server's default: a step drafts at most 3 tokens
@@ -115,36 +116,59 @@ def tolerance(drafts: float, requests: int) -> float:
     return 4 * DRAFT_MAX / (2 * math.sqrt(drafts)) + requests * DRAFT_MAX / drafts
 
 
-@pytest.mark.parametrize("length", [1.5, 3.5])
-def test_synthetic_acceptance_is_read_back_as_set(tmp_path, length):
+def per_request_agrees(s: Speculation, requests: int) -> None:
+    """llama-server's responses report their own drafted and accepted tokens (``timings``): each
+    request's sum is the cell's counters, exactly (no other traffic reaches the server)."""
+    per = s.per_request
+    assert per is not None and 1 <= per.requests <= requests, s
+    assert (per.draft_tokens, per.accepted_tokens) == (s.draft_tokens, s.accepted_tokens), s
+    assert per.matches_counters is True
+
+
+def test_synthetic_acceptance_is_read_back_as_set_and_compare_names_it(tmp_path):
     """The embedded model drafts for itself (draft-simple); --spec-synth-len overrides which drafted
-    tokens the target accepts, so the engine's counters must give back the length that was set."""
+    tokens the target accepts, so the engine's counters must give back the length that was set, at
+    each of two settings. Compare then puts the rate gap between the two runs down to acceptance."""
     model = str(embedded_model_path())
     requests = 2
-    with llama_server(
-        "--spec-type", "draft-simple", "--model-draft", model, "--threads-draft", "1",
-        "--threads-batch-draft", "1", "--spec-synth-len", str(length),
-    ) as url:  # fmt: skip
-        result, _ = bench(
-            url,
-            tmp_path / "synth.json",
-            "--profile",
-            "quick",
-            "--requests",
-            str(requests),
-            "--max-tokens",
-            "96",
-        )
-    (cell,) = result.cells
-    s = cell.speculation
-    assert cell.valid and s is not None and s.engine == "llama.cpp"
-    assert s.drafts and s.draft_tokens <= DRAFT_MAX * s.drafts
-    assert s.mean_acceptance_length is not None
-    assert abs(s.mean_acceptance_length - length) <= tolerance(s.drafts, requests), s
-    # Each step's own token and the drafted tokens it accepted are tokens the engine generated.
-    assert cell.server is not None
-    assert s.drafts + s.accepted_tokens <= cell.server.generation_tokens
-    assert sum(s.accepted_per_position) == s.accepted_tokens
+    results: dict[float, Path] = {}
+    for length in (1.5, 3.5):
+        with llama_server(
+            "--spec-type", "draft-simple", "--model-draft", model, "--threads-draft", "1",
+            "--threads-batch-draft", "1", "--spec-synth-len", str(length),
+        ) as url:  # fmt: skip
+            out = tmp_path / f"synth-{length}.json"
+            result, _ = bench(
+                url, out, "--profile", "quick", "--requests", str(requests), "--max-tokens", "96"
+            )
+        (cell,) = result.cells
+        s = cell.speculation
+        assert cell.valid and s is not None and s.engine == "llama.cpp"
+        assert s.drafts and s.draft_tokens <= DRAFT_MAX * s.drafts
+        assert s.mean_acceptance_length is not None
+        assert abs(s.mean_acceptance_length - length) <= tolerance(s.drafts, requests), s
+        # Each step's own token and the drafted tokens it accepted are tokens the engine generated.
+        assert cell.server is not None
+        assert s.drafts + s.accepted_tokens <= cell.server.generation_tokens
+        assert sum(s.accepted_per_position) == s.accepted_tokens
+        per_request_agrees(s, requests)
+        (point,) = result.perf_points
+        assert point.conditions is not None
+        assert point.conditions.speculative_acceptance_length == s.mean_acceptance_length
+        results[length] = out
+    p = helpers.rigbook("compare", str(results[3.5]), str(results[1.5]), "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    (pair,) = json.loads(p.stdout)["pairs"]
+    gap = pair["points"][0]["acceptance"]
+    la, lb = gap["a_mean_acceptance_length"], gap["b_mean_acceptance_length"]
+    assert la > lb and gap["acceptance_ratio_pct"] == pytest.approx(100 * la / lb)
+    throughput = next(v for v in pair["verdicts"] if v["aspect"] == "throughput")
+    (reason,) = [
+        r for r in throughput["reasons"] if r["condition"] == "speculative_acceptance_length"
+    ]
+    assert reason["message"].startswith(
+        f"mean acceptance length differs: {la:.2f} vs {lb:.2f} tokens per step"
+    )
 
 
 def test_an_ngram_drafter_accepts_more_on_repetitive_text_and_rigbook_shows_it(tmp_path):
@@ -161,6 +185,7 @@ def test_an_ngram_drafter_accepts_more_on_repetitive_text_and_rigbook_shows_it(t
     p, r = prose.cells[0].speculation, repetitive.cells[0].speculation
     assert p is not None and r is not None and r.acceptance_rate is not None
     assert r.draft_tokens > 0 and r.mean_acceptance_length is not None
+    per_request_agrees(r, repetitive.cells[0].metrics.requests_ok)
     # Not a statistical bound: the content effect is large (on this model, most drafts from a
     # repeated line are right and most from prose are wrong).
     assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
@@ -203,3 +228,38 @@ def test_vllm_cpu_runs_an_ngram_speculator_and_rigbook_reads_its_acceptance(tmp_
     assert r.acceptance_rate is not None and r.mean_acceptance_length is not None
     assert r.acceptance_rate - (p.acceptance_rate or 0.0) >= 0.3, (p, r)
     assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
+
+
+CATALOG_NGRAM = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-ngram"
+
+
+def test_the_catalog_ngram_recipe_serves_and_its_bench_keeps_the_acceptance(tmp_path):
+    """The catalog's n-gram recipe, launched by `rigbook up` as a user would: a bench that names
+    the recipe carries each cell's acceptance, per cell and per request, and in its perf point
+    beside the recipe's method; no W_SPEC_NO_ACCEPTANCE."""
+    port = free_port()
+    up = helpers.rigbook(
+        "up", CATALOG_NGRAM, "--yes", "--port", str(port), "--name", "spec-ngram",
+        "--timeout", "300", timeout=400,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        result, _ = bench(
+            f"http://127.0.0.1:{port}",
+            tmp_path / "ngram.json",
+            "--profile",
+            "quick-repetitive",
+            "--recipe",
+            CATALOG_NGRAM,
+        )
+    finally:
+        down = helpers.rigbook("down", "spec-ngram")
+    assert down.returncode == 0, down.stdout + down.stderr
+    (cell,) = result.cells
+    s = cell.speculation
+    assert s is not None and s.draft_tokens > 0 and s.mean_acceptance_length is not None
+    per_request_agrees(s, cell.metrics.requests_ok)
+    assert not [w for w in result.warnings if w.startswith("W_SPEC_NO_ACCEPTANCE")]
+    (point,) = result.perf_points
+    assert point.conditions is not None and point.conditions.speculative_method == "ngram-simple"
+    assert point.conditions.speculative_acceptance_length == s.mean_acceptance_length

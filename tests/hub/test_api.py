@@ -103,6 +103,7 @@ def test_filters_and_paging(hub):
     }
     assert slugs(q="smollm2 cpu") == {
         "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-ngram",
         "smollm2-135m-instruct-on-cpu-vllm",
     }
     assert slugs(tag="100%") == set()
