@@ -20,7 +20,7 @@ from rigbook.recipe.schema import PerfPoint
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "capacity.md").read_text(encoding="utf-8")
-RUNS = ROOT / "benchmarks" / "capacity"
+RUNS = ROOT / "tests" / "fixtures" / "capacity"
 CLI = typer.main.get_command(app)
 
 
