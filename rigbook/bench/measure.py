@@ -28,7 +28,7 @@ Progress = Callable[[str, dict], None]
 
 # How often the run looks at a threading.Event stop: the bound on how late a signal is heard.
 # Each look wakes the event loop (a uvloop timer's wake-up took 35.9 µs of CPU on the 2-core VM,
-# benchmarks/client/tick_cost.py, 2026-12-05): at 20 a second, about 0.3 µs per token at 64
+# benchmarks/scripts/client/tick_cost.py, 2026-12-05): at 20 a second, about 0.3 µs per token at 64
 # streams of 40 tok/s, where the compiled client's loop spends about 1.
 _STOP_POLL_S = 0.25
 

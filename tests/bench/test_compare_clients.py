@@ -1,4 +1,4 @@
-"""benchmarks/client/compare_clients.py never hides a peer's failure: a client that exits non-zero
+"""benchmarks/scripts/client/compare_clients.py never hides a peer's failure: a client that exits non-zero
 shows its cause in the faults column and its stderr's last lines in the raw output, a GuideLLM result
 that leaves requests out is flagged, and a failed cell is run once more with the first failure kept.
 
