@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "benchmarks" / "client").glob("*.py"))
+SCRIPTS = sorted((ROOT / "benchmarks" / "scripts" / "client").glob("*.py"))
 
 
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess:

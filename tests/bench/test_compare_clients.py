@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
-    "compare_clients", ROOT / "benchmarks" / "client" / "compare_clients.py"
+    "compare_clients", ROOT / "benchmarks" / "scripts" / "client" / "compare_clients.py"
 )
 cc = importlib.util.module_from_spec(_spec)
 sys.modules["compare_clients"] = cc  # dataclasses look their module up there
