@@ -138,7 +138,7 @@ PEERS_VENV ?= $(HOME)/.cache/rigbook/bench-peers
 bench-compare: setup-test
 	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/scripts/client/install_peers.sh $(PEERS_VENV)
 	$(BIN)/python benchmarks/scripts/client/compare_clients.py --peers-venv $(PEERS_VENV) \
-		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/runs/2026-12-06-cpu-client-compare/results.md
+		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/runs/$(shell date -u +%F)-cpu-client-compare/results.md
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV)

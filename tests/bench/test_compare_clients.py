@@ -214,3 +214,8 @@ def test_rounds_give_each_peer_a_ratio_per_round_and_of_the_medians():
     assert "3 rounds: rigbook 9.0 µs/token, llama-benchy 36.0 (4.00x of the medians)" in line
     assert "each round 4.00x, 4.50x, 3.00x, median 4.00x" in line
     assert cc.cost_ratios(runs[:2]) == []  # measured once: no spread to give
+
+
+def test_the_peers_run_from_the_repository_root():
+    # The script lives under benchmarks/scripts/client/; its peers import rigbook from the root.
+    assert cc.REPO == ROOT

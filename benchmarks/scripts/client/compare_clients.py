@@ -44,7 +44,7 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROMPT_TOKENS = 32
 
 
@@ -590,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         text += "\n" + "\n".join(cost_ratios(runs)) + "\n"
     print(text)
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     return 0
 

@@ -2,7 +2,8 @@
 # The embedded CPU recipe, benched like the H200 run (seed profile, 400-token replies,
 # concurrency 1/4/8), on this project's two-core development machine. Writes into OUT.
 set -euo pipefail
-: "${OUT:=benchmarks/runs/2026-12-03-cpu-flow}" "${PORT:=18081}" "${RB:=.venv/bin/rigbook}"
+: "${OUT:=benchmarks/runs/$(date -u +%F)-cpu-flow}" "${PORT:=18081}" "${RB:=.venv/bin/rigbook}"
+mkdir -p "$OUT"
 SLUG=smollm2-135m-instruct-q4-1-on-cpu-llama-cpp
 trap '"$RB" down cpu-bench >/dev/null 2>&1 || true' EXIT
 "$RB" rig --json --save "$OUT/rig.json" --yes > /dev/null

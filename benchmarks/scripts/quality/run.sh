@@ -4,7 +4,8 @@
 # llama.cpp Q4_1 build and the vLLM bf16 build of SmolLM2-135M-Instruct. Writes into OUT.
 # VLLM_URL: a CPU vLLM server of the bf16 model (its launch line: benchmarks/runs/2026-12-03-cpu-quality/notes.md).
 set -euo pipefail
-: "${OUT:=benchmarks/runs/2026-12-03-cpu-quality}" "${PORT:=18452}" "${RB:=.venv/bin/rigbook}"
+: "${OUT:=benchmarks/runs/$(date -u +%F)-cpu-quality}" "${PORT:=18452}" "${RB:=.venv/bin/rigbook}"
+mkdir -p "$OUT"
 : "${VLLM_URL:=http://127.0.0.1:18451}"
 SLUG=smollm2-135m-instruct-q4-1-on-cpu-llama-cpp
 LLAMA="http://127.0.0.1:$PORT"
