@@ -54,7 +54,9 @@ def test_hot_path_prints_a_cost_for_every_step():
 
 
 def test_tick_cost_prints_a_cost_for_every_way_to_wake():
-    done = _run(ROOT / "benchmarks/scripts/client/tick_cost.py", "--period-ms", "1", "--wakes", "50")
+    done = _run(
+        ROOT / "benchmarks/scripts/client/tick_cost.py", "--period-ms", "1", "--wakes", "50"
+    )
     assert done.returncode == 0, done.stderr
     costs = re.findall(r"^(.+?)\s+([\d.]+) µs of CPU per wake", done.stdout, re.M)
     names = ["uvloop timer", "asyncio timer", "thread sleep", "ClientMonitor"]
