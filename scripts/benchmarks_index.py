@@ -45,7 +45,6 @@ class RunManifest(BaseModel):
     load_before: str | None
     load_after: str | None
     load_note: str | None = None
-    summary: str | None = None
     files: dict[str, str] | list[FileEntry]
 
     @model_validator(mode="after")
@@ -120,7 +119,7 @@ def render_readme(runs: list[Run]) -> str:
         "One folder per run under `runs/`, named `<date>-<machine>-<what>`. Each has a `run.json`:",
         '`command`, `rigbook_commit` ("unknown" and the commit that added the files where the run did',
         "not record it), `machine`, `load_before` and `load_after` (`uptime` lines; null with a",
-        "`load_note` saying why), an optional `summary`, and `files`: every file of the folder, by its",
+        "`load_note` saying why), and `files`: every file of the folder, by its",
         "path inside it, with what it is.",
         "The scripts that made them are in `scripts/`; a script writes a new run into",
         "`runs/<date>-<machine>-<what>/`. Add its `run.json` there, then run",
