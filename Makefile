@@ -120,25 +120,25 @@ bench-client: setup-test
 
 # Where a streamed token's client CPU goes: the hot path built up one step at a time.
 bench-hot-path: setup-test
-	$(BIN)/python benchmarks/client/hot_path.py
+	$(BIN)/python benchmarks/scripts/client/hot_path.py
 
 # The synthetic server's own ceiling: tok/s it emits at 1, 4 and 16 tokens per event, from 1 and 2
 # processes, read by raw-socket reader processes.
 bench-server: setup-test
-	$(BIN)/python benchmarks/client/server_ceiling.py
+	$(BIN)/python benchmarks/scripts/client/server_ceiling.py
 
 # Each client's aggregate, per-request rate and TTFT against the synthetic server's own record, at 1
 # and 4 streams, alone and beside a busy loop: the error of each and whether the client marked it.
 bench-truth: setup-test
-	$(BIN)/python benchmarks/client/truth_matrix.py
+	$(BIN)/python benchmarks/scripts/client/truth_matrix.py
 
 # rigbook beside GuideLLM and llama-benchy (pinned, in a throwaway venv) on one synthetic server;
 # TOKENIZER is a local tokenizer folder the peers build their prompts with.
 PEERS_VENV ?= $(HOME)/.cache/rigbook/bench-peers
 bench-compare: setup-test
-	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/client/install_peers.sh $(PEERS_VENV)
-	$(BIN)/python benchmarks/client/compare_clients.py --peers-venv $(PEERS_VENV) \
-		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/client/results.md
+	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/scripts/client/install_peers.sh $(PEERS_VENV)
+	$(BIN)/python benchmarks/scripts/client/compare_clients.py --peers-venv $(PEERS_VENV) \
+		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/runs/$(shell date -u +%F)-cpu-client-compare/results.md
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV)

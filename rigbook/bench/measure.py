@@ -27,9 +27,9 @@ from rigbook.errors import InputError, RigbookError
 Progress = Callable[[str, dict], None]
 
 # How often the run looks at a threading.Event stop: the bound on how late a signal is heard.
-# Each look wakes the event loop (a uvloop timer's wake-up took 35.9 µs of CPU on the 2-core VM,
-# benchmarks/client/tick_cost.py, 2026-12-05): at 20 a second, about 0.3 µs per token at 64
-# streams of 40 tok/s, where the compiled client's loop spends about 1.
+# Each look wakes the event loop and costs it CPU (benchmarks/scripts/client/tick_cost.py measures
+# a wake-up): a few looks a second keep that small beside the loop's own cost per token, while a
+# signal is still heard within a quarter of a second.
 _STOP_POLL_S = 0.25
 
 

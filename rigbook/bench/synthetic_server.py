@@ -19,7 +19,7 @@ a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
 when the kernel received it (:mod:`rigbook.bench.synthetic_accept`) and when the server read it, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
-carried them, summed over all processes (``benchmarks/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
+carried them, summed over all processes (``benchmarks/scripts/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
 them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram, and the ``vllm:num_requests_running`` gauge of
 requests in flight), or as llama-server or SGLang do

@@ -1,4 +1,4 @@
-"""The benchmark scripts in benchmarks/client/ run: each answers --help, and the two quick ones
+"""The benchmark scripts in benchmarks/scripts/client/ run: each answers --help, and the two quick ones
 measure a tiny load end to end against a real synthetic server."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "benchmarks" / "client").glob("*.py"))
+SCRIPTS = sorted((ROOT / "benchmarks" / "scripts" / "client").glob("*.py"))
 
 
 def _run(script: Path, *args: str) -> subprocess.CompletedProcess:
@@ -34,7 +34,7 @@ def test_every_script_answers_help(script):
 
 def test_hot_path_prints_a_cost_for_every_step():
     done = _run(
-        ROOT / "benchmarks/client/hot_path.py",
+        ROOT / "benchmarks/scripts/client/hot_path.py",
         "--streams",
         "2",
         "--tokens",
@@ -54,7 +54,9 @@ def test_hot_path_prints_a_cost_for_every_step():
 
 
 def test_tick_cost_prints_a_cost_for_every_way_to_wake():
-    done = _run(ROOT / "benchmarks/client/tick_cost.py", "--period-ms", "1", "--wakes", "50")
+    done = _run(
+        ROOT / "benchmarks/scripts/client/tick_cost.py", "--period-ms", "1", "--wakes", "50"
+    )
     assert done.returncode == 0, done.stderr
     costs = re.findall(r"^(.+?)\s+([\d.]+) µs of CPU per wake", done.stdout, re.M)
     names = ["uvloop timer", "asyncio timer", "thread sleep", "ClientMonitor"]
@@ -64,7 +66,7 @@ def test_tick_cost_prints_a_cost_for_every_way_to_wake():
 
 def test_paced_poll_reads_exact_rates():
     done = _run(
-        ROOT / "benchmarks/client/paced_poll.py",
+        ROOT / "benchmarks/scripts/client/paced_poll.py",
         "--streams",
         "2",
         "--tokens",

@@ -1,4 +1,4 @@
-"""benchmarks/client/compare_clients.py never hides a peer's failure: a client that exits non-zero
+"""benchmarks/scripts/client/compare_clients.py never hides a peer's failure: a client that exits non-zero
 shows its cause in the faults column and its stderr's last lines in the raw output, a GuideLLM result
 that leaves requests out is flagged, and a failed cell is run once more with the first failure kept.
 
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
-    "compare_clients", ROOT / "benchmarks" / "client" / "compare_clients.py"
+    "compare_clients", ROOT / "benchmarks" / "scripts" / "client" / "compare_clients.py"
 )
 cc = importlib.util.module_from_spec(_spec)
 sys.modules["compare_clients"] = cc  # dataclasses look their module up there
@@ -214,3 +214,8 @@ def test_rounds_give_each_peer_a_ratio_per_round_and_of_the_medians():
     assert "3 rounds: rigbook 9.0 µs/token, llama-benchy 36.0 (4.00x of the medians)" in line
     assert "each round 4.00x, 4.50x, 3.00x, median 4.00x" in line
     assert cc.cost_ratios(runs[:2]) == []  # measured once: no spread to give
+
+
+def test_the_peers_run_from_the_repository_root():
+    # The script lives under benchmarks/scripts/client/; its peers import rigbook from the root.
+    assert cc.REPO == ROOT

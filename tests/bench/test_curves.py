@@ -11,12 +11,12 @@ from rigbook.bench.curves import curves, gpu_count, left_out_note
 from rigbook.bench.report import write_report
 from rigbook.bench.result import BenchResult, load_result
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+RESULTS = Path(__file__).resolve().parents[1] / "fixtures" / "results"
 
 
 def real(name: str) -> BenchResult:
     # Hashes are not the subject here; some committed files predate fields the model gained since.
-    return load_result(BENCHMARKS / name / "result.json", check_hash=False)
+    return load_result(RESULTS / name / "result.json", check_hash=False)
 
 
 def test_h200_points_are_each_cells_median_rate_and_aggregate_per_gpu():
@@ -50,8 +50,8 @@ def test_two_gpus_halve_the_throughput_axis_not_the_per_user_one():
 
 
 def test_client_bound_cells_are_left_out_of_a_cpu_run_drawn_per_machine():
-    """benchmarks/cpu/llama-server: three of its four cells are client-bound; only C=4 is drawn."""
-    drawn = curves(real("cpu/llama-server"))
+    """The CPU llama-server run: three of its four cells are client-bound; only C=4 is drawn."""
+    drawn = curves(real("cpu-llama-server"))
     assert drawn.gpu_count == 0 and drawn.unit == "per machine"
     assert drawn.scale_note() == "CPU run (no GPU): throughput is per machine"
     assert [p.concurrency for p in drawn.throughput] == [4]
@@ -94,7 +94,7 @@ def test_without_rig_or_telemetry_the_total_is_drawn_and_said_so():
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_report_writes_both_charts_and_embeds_them(tmp_path, fmt):
-    written = write_report(real("cpu/llama-server"), tmp_path, fmt)
+    written = write_report(real("cpu-llama-server"), tmp_path, fmt)
     names = [p.name for p in written.plots]
     assert names == ["rates.png", "distribution.png", "throughput.png", "ttft.png"]
     for p in written.plots:

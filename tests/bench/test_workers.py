@@ -80,7 +80,7 @@ def test_a_perf_counter_that_is_not_clock_monotonic_fails_loudly(monkeypatch):
 
 
 def test_the_ceiling_is_the_cheapest_cells_and_n_times_it_with_workers():
-    published = Path(__file__).parents[2] / "benchmarks/cpu/llama-server/result.json"
+    published = Path(__file__).parents[1] / "fixtures/results/cpu-llama-server/result.json"
     result = load_result(published)  # written before workers: one process
     assert ceiling_line(result) == (
         "client ceiling: one process 2,162 tok/s (10⁶ ÷ 462.5 µs CPU per token at concurrency 4)"

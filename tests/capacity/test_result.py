@@ -13,12 +13,13 @@ from rigbook.capacity.slo import parse_slo
 from rigbook.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = sorted(p for p in (ROOT / "benchmarks").rglob("*.json") if is_capacity_file(p))
+FIXTURES = ROOT / "tests" / "fixtures"
+COMMITTED = sorted(p for p in FIXTURES.rglob("*.json") if is_capacity_file(p))
 
 
 def test_there_are_committed_capacity_results():
     # vLLM CPU (three runs) and the llama-server embedded default (one), per docs/capacity.md.
-    folders = {p.relative_to(ROOT / "benchmarks").parts[:2] for p in COMMITTED}
+    folders = {p.relative_to(FIXTURES).parts[:2] for p in COMMITTED}
     assert ("capacity", "vllm-cpu") in folders and ("capacity", "llama-server") in folders
     assert len(COMMITTED) >= 4
 

@@ -14,11 +14,11 @@ from rigbook.compare.build import _same_slo, compare_refs
 from rigbook.compare.render_md import render_md
 from rigbook.errors import InputError
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-VLLM = str(BENCHMARKS / "capacity" / "vllm-cpu" / "per-user-5-ttft-p90-5s" / "capacity.json")
-LLAMA = str(BENCHMARKS / "capacity" / "llama-server" / "per-user-5-ttft-p90-5s" / "capacity.json")
-NO_USER = str(BENCHMARKS / "capacity" / "vllm-cpu" / "at-1-tok-s" / "capacity.json")
-BENCH = str(BENCHMARKS / "cpu" / "llama-server" / "result.json")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+VLLM = str(FIXTURES / "capacity" / "vllm-cpu" / "per-user-5-ttft-p90-5s" / "capacity.json")
+LLAMA = str(FIXTURES / "capacity" / "llama-server" / "per-user-5-ttft-p90-5s" / "capacity.json")
+NO_USER = str(FIXTURES / "capacity" / "vllm-cpu" / "at-1-tok-s" / "capacity.json")
+BENCH = str(FIXTURES / "results" / "cpu-llama-server" / "result.json")
 
 
 def test_two_capacities_under_the_same_slo_compare_as_users():

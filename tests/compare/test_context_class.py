@@ -16,7 +16,7 @@ from tests.compare.test_seed_cases import SEED_TP4
 from tests.conftest import SEED_RECORD
 
 ROOT = Path(__file__).parents[2]
-RUNS = ROOT / "benchmarks" / "h200" / "llama-server" / "runs"
+RUNS = ROOT / "tests" / "fixtures" / "results"
 runner = CliRunner()
 
 
@@ -44,7 +44,7 @@ def test_context_label_names_the_class() -> None:
 def test_two_runs_whose_median_prompts_differ_by_a_token_line_up() -> None:
     # 74/74/75 against 75/75/76 at 16/32/64 users: the old exact match lined up nothing.
     pair = compare_refs(
-        [str(RUNS / "f16" / "result.json"), str(RUNS / "f16-fa" / "result.json")]
+        [str(RUNS / "h200-f16" / "result.json"), str(RUNS / "h200-f16-fa" / "result.json")]
     ).pairs[0]
     assert [p.concurrency for p in pair.points] == [16, 32, 64]
     assert not pair.unmatched_b  # f16-fa ran these three levels only

@@ -245,11 +245,11 @@ def test_hub_owned_point_fields_and_look_alike_enums_are_refused(hub, seed_recor
     assert nfkc.status_code == 422 and "not NFKC-normalised" in nfkc.text
 
 
-REAL_H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "h200" / "result.json"
+REAL_H200 = Path(__file__).resolve().parents[1] / "fixtures" / "results" / "h200" / "result.json"
 
 
 def test_the_real_h200_run_is_verified_and_its_forgeries_refused(hub):
-    """The H200 result in benchmarks/h200 (16 requests per level): verified as published; every rate x100, or
+    """The real H200 result (tests/fixtures/results/h200) (16 requests per level): verified as published; every rate x100, or
     relabelled as two RTX PRO 6000s with its own rig still one H200, refused."""
     real = json.loads(REAL_H200.read_text())
     forged = json.loads(REAL_H200.read_text())

@@ -1,7 +1,7 @@
 """The forgeries of issue 40, each against a hub on SQLite and PostgreSQL: refused, or labelled for what
 the hub can check ("consistent with its journal", never "verified").
 
-The journal forgeries start from the real H200 run in benchmarks/h200 and are rebuilt and hashed
+The journal forgeries start from the real H200 run (a copy in tests/fixtures/results/h200) and are rebuilt and hashed
 again with rigbook's own code, as an attacker would.
 """
 
@@ -20,7 +20,7 @@ from rigbook.hub.models import ResultRow
 from rigbook.hub.repository import now_text
 from tests.hub.helpers import SMALL_SLUG, make_result, point_conditions
 
-REAL_H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "h200" / "result.json"
+REAL_H200 = Path(__file__).resolve().parents[1] / "fixtures" / "results" / "h200" / "result.json"
 CPU_SLUG = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
 SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
 MAX_Q = "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"

@@ -18,7 +18,7 @@ from rigbook.hub.result_charts import Published, Shelf, result_charts
 from tests.hub.helpers import SMALL_SLUG, live_hub, make_result
 from tests.hub.test_pages import ARGS, ARTIFACTS, CHROMIUM
 
-REAL_H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "h200" / "result.json"
+REAL_H200 = Path(__file__).resolve().parents[1] / "fixtures" / "results" / "h200" / "result.json"
 SEED_SLUG = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
 
 

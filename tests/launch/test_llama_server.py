@@ -207,7 +207,7 @@ def test_the_program_make_builds_beside_the_venvs_python_is_found_without_path(
 
 def test_a_real_gpu_out_of_memory_log_maps_to_e_gpu_memory():
     """llama-server's CUDA build on an H200, asked for a 4M-token KV cache (about 500 GB) with
-    --fit off: its own log (benchmarks/h200/llama-server/run.sh provoked it)."""
+    --fit off: its own log (benchmarks/scripts/h200/llama-server/run.sh provoked it)."""
     from rigbook.codes import CODES
     from rigbook.launch.engines.llama_server import LlamaServerEngine
     from rigbook.launch.logscan import explain_exit

@@ -21,7 +21,7 @@ from tests.conftest import free_port
 from tests.launch.helpers import rigbook
 
 RECIPE = "smollm2-135m-instruct-on-cpu-vllm"
-LLAMA_CPP_RESULT = Path(__file__).parent.parent.parent / "benchmarks" / "cpu" / "result.json"
+LLAMA_CPP_RESULT = Path(__file__).parent.parent / "fixtures" / "results" / "cpu" / "result.json"
 READY_S = 1200
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(READY_S + 2400)]
 
