@@ -317,7 +317,7 @@ def test_results_written_before_the_acceptance_fields_keep_their_hash():
 
     from rigbook.bench.result import verify_hash
 
-    published = sorted((Path(__file__).parents[2] / "benchmarks").rglob("result.json"))
+    published = sorted((Path(__file__).parents[1] / "fixtures" / "results").rglob("result.json"))
     assert published
     for path in published:
         assert verify_hash(load_result(path)), path
