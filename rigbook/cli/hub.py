@@ -173,7 +173,9 @@ def token_revoke(
 
 def publish(
     file: str = typer.Argument(
-        ..., help="A recipe .json, a bench result or a capacity result file."
+        ...,
+        help="A recipe .json, a bench result, a capacity result, or the reproduction.json "
+        "`rigbook reproduce` wrote.",
     ),
     hub: str = typer.Option(..., "--hub", help="The hub's base URL, e.g. http://127.0.0.1:8080."),
     token: str = typer.Option(
@@ -202,6 +204,7 @@ def publish(
             what = {
                 "result": f"{done.points_added} measured point(s)",
                 "capacity": f"{done.points_added} users_at_slo point(s)",
+                "reproduction": f"a reproduction ({done.verdict}) with its result",
             }.get(done.kind, "recipe")
             if done.verified:
                 what += f", {done.verified} consistent with its journal"

@@ -1,5 +1,5 @@
-"""`rigbook publish`: send a recipe, a bench result or a capacity result file to a hub, telling
-which it is by its content."""
+"""`rigbook publish`: send a recipe, a bench result, a capacity result or a reproduction file to a
+hub, telling which it is by its content."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.capacity.result import CAPACITY_KIND, load_capacity
@@ -18,7 +18,8 @@ from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.recipe.load import dump_recipe, load_recipe_file
 
 RESULT_KIND = "rigbook.bench.result"
-FileKind = Literal["recipe", "result", "capacity"]
+REPRODUCTION_KIND = "rigbook.reproduction"
+FileKind = Literal["recipe", "result", "capacity", "reproduction"]
 
 
 class Published(BaseModel):
@@ -31,6 +32,7 @@ class Published(BaseModel):
     verified: int | None = None
     duplicate: bool = False
     signed_by: str | None = None
+    verdict: str | None = Field(default=None, description="A reproduction's verdict.")
     url: str
 
 
@@ -48,6 +50,8 @@ def file_kind(path: Path) -> FileKind:
             "Publish a recipe .json or a result file from `rigbook bench`.",
         ) from None
     kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == REPRODUCTION_KIND:
+        return "reproduction"
     return "result" if kind == RESULT_KIND else "capacity" if kind == CAPACITY_KIND else "recipe"
 
 
@@ -90,6 +94,19 @@ def publish_file(
     path = Path(path).expanduser()
     client = HubClient(hub, token)
     kind = file_kind(path)
+    if kind == "reproduction":  # the folder `rigbook reproduce` left: its result, then its verdict
+        from rigbook.reproduce.publish import publish_reproduction_file
+
+        done = publish_reproduction_file(path, hub, token, signing=signing)
+        return Published(
+            kind="reproduction",
+            slug=done.slug,
+            revision=done.revision,
+            duplicate=done.duplicate,
+            signed_by=done.signed_by,
+            verdict=done.verdict,
+            url=done.url,
+        )
     private = load_key() if signing and kind != "recipe" else None
     signer = public_key_of(private).key_id if private is not None else None
     if kind == "capacity":

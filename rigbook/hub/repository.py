@@ -269,6 +269,8 @@ def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> Stored:
             carried.points
         ):  # after the record's own points; a record without perf_points gains the key only then
             record = given | {"perf_points": [*(given.get("perf_points") or []), *carried.points]}
+        if latest.get("reproductions"):  # only published ones add them (rigbook.hub.reproductions)
+            record = record | {"reproductions": latest["reproductions"]}
         if recipe_hash(parse_recipe(record, recipe.slug)) == (latest.get("revision") or {}).get(
             "content_hash"
         ):
