@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.capacity.result import CAPACITY_KIND, load_capacity
@@ -32,7 +32,6 @@ class Published(BaseModel):
     verified: int | None = None
     duplicate: bool = False
     signed_by: str | None = None
-    verdict: str | None = Field(default=None, description="A reproduction's verdict.")
     url: str
 
 
@@ -94,18 +93,12 @@ def publish_file(
     path = Path(path).expanduser()
     client = HubClient(hub, token)
     kind = file_kind(path)
-    if kind == "reproduction":  # the folder `rigbook reproduce` left: its result, then its verdict
-        from rigbook.reproduce.publish import publish_reproduction_file
-
-        done = publish_reproduction_file(path, hub, token, signing=signing)
-        return Published(
-            kind="reproduction",
-            slug=done.slug,
-            revision=done.revision,
-            duplicate=done.duplicate,
-            signed_by=done.signed_by,
-            verdict=done.verdict,
-            url=done.url,
+    if kind == "reproduction":  # its folder's result, then its verdict: rigbook.reproduce.publish
+        raise InputError(
+            "E_INPUT",
+            f"{path} is a reproduction, which publish_file does not send",
+            "Send it with rigbook.reproduce.publish.publish_reproduction_file "
+            "(`rigbook publish` does).",
         )
     private = load_key() if signing and kind != "recipe" else None
     signer = public_key_of(private).key_id if private is not None else None
