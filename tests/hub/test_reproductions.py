@@ -8,6 +8,7 @@ import json
 from rigbook.bench.intervals import Interval
 from rigbook.bench.result import BenchResult, LevelInterval
 from rigbook.hub.signing import create_key, load_key, public_key_of, sign, signed_message
+from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.load import parse_recipe
 from rigbook.reproduce.document import ReproductionDocument, build_document, judged_rows
 from tests.hub.helpers import SMALL_SLUG, make_result
@@ -252,3 +253,15 @@ def test_a_new_revision_keeps_its_reproductions_and_a_recipe_cannot_bring_its_ow
     answer = hub.client.post("/api/v1/recipes", json=forged, headers=hub.auth)
     assert answer.status_code == 422
     assert any(d.startswith("reproductions:") for d in answer.json()["error"]["details"])
+
+
+def test_a_recipe_read_from_the_hub_names_its_revision(hub):
+    # `rigbook reproduce HUB_URL` hashes the record it read: that must be the revision's own hash, also
+    # for a record that carries measured points and reproductions.
+    record = claims_recipe(hub, (SINGLE, FOUR))
+    result = measured()
+    publish_result(hub, result)
+    assert post(hub, reproduction(record, result)).status_code == 201
+    served = hub.client.get(f"/api/v1/recipes/{SLUG}.json").json()
+    assert served["reproductions"]
+    assert recipe_hash(parse_recipe(served, SLUG)) == served["revision"]["content_hash"]
