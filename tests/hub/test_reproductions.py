@@ -265,3 +265,9 @@ def test_a_recipe_read_from_the_hub_names_its_revision(hub):
     served = hub.client.get(f"/api/v1/recipes/{SLUG}.json").json()
     assert served["reproductions"]
     assert recipe_hash(parse_recipe(served, SLUG)) == served["revision"]["content_hash"]
+
+
+def test_a_malformed_reproduction_is_refused_with_its_own_code(hub):
+    claims_recipe(hub, (SINGLE, FOUR))
+    details = refused(post(hub, {"kind": "rigbook.reproduction.published", "verdict": "holds"}))
+    assert any(d.startswith("recipe_hash: Field required") for d in details), details
