@@ -563,7 +563,19 @@ def mark_signer_revoked(session: Session, slug: str, key_id: str, when: str) -> 
             point = point | {"signer_revoked_at": when}
             marked += 1
         points.append(point)
-    if marked:
+    reproductions, judged = [], 0  # reproductions it signed (rigbook.hub.reproductions) too
+    for entry in latest.get("reproductions") or []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("signed_by") == key_id
+            and "signer_revoked_at" not in entry
+        ):
+            entry = entry | {"signer_revoked_at": when}
+            judged += 1
+        reproductions.append(entry)
+    if judged:
+        latest = latest | {"reproductions": reproductions}
+    if marked or judged:
         _add_revision(
             session,
             row,

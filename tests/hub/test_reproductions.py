@@ -235,6 +235,17 @@ def test_a_signature_covers_the_verdict(hub, tmp_path, monkeypatch):
     assert answer.json()["signed_by"] == public_key_of(private).key_id
     entry = hub.client.get(f"/api/v1/recipes/{SLUG}.json").json()["reproductions"][0]
     assert entry["signed_by"] == public_key_of(private).key_id
+    kid = public_key_of(private).key_id
+    page = hub.client.get(f"/r/{SLUG}").text
+    assert f"signed {kid}</small>" in page
+    # Revoked later: the reproduction stays, marked as the key's points are.
+    assert hub.client.post(f"/api/v1/keys/{kid}/revoke", headers=hub.auth).status_code == 200
+    entry = hub.client.get(f"/api/v1/recipes/{SLUG}.json").json()["reproductions"][0]
+    assert entry["signer_revoked_at"]
+    assert (
+        f"signed {kid}, key revoked {entry['signer_revoked_at']}"
+        in hub.client.get(f"/r/{SLUG}").text
+    )
 
 
 def test_a_new_revision_keeps_its_reproductions_and_a_recipe_cannot_bring_its_own(hub):
