@@ -95,6 +95,7 @@ class Code(StrEnum):
     E_RESULT_REPLAYED = "E_RESULT_REPLAYED"
     E_SIGNATURE = "E_SIGNATURE"
     E_KEY_REVOKED = "E_KEY_REVOKED"
+    E_REPRODUCTION_REFUSED = "E_REPRODUCTION_REFUSED"
     E_DISK_FULL = "E_DISK_FULL"
     E_FILE = "E_FILE"
     E_INTERNAL = "E_INTERNAL"
@@ -747,6 +748,14 @@ _ALL = [
         "hub",
         "The key that signed the result was revoked on this hub.",
         "Create a new key with `rigbook key create --force`, register it with `rigbook key register`, and publish again.",
+    ),
+    _c(
+        Code.E_REPRODUCTION_REFUSED,
+        "error",
+        "InputError",
+        "hub",
+        "The hub refused a reproduction: the recipe revision or the bench result it names is not on the hub, or its rows or verdict differ from those the hub recomputes from them.",
+        "Each reason is listed; publish the reproduction folder's result.json first and the reproduction.json `rigbook reproduce` wrote, unchanged: `rigbook publish FOLDER/reproduction.json --hub URL`.",
     ),
     # machine
     _c(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer
 
@@ -173,7 +174,9 @@ def token_revoke(
 
 def publish(
     file: str = typer.Argument(
-        ..., help="A recipe .json, a bench result or a capacity result file."
+        ...,
+        help="A recipe .json, a bench result, a capacity result, or the reproduction.json "
+        "`rigbook reproduce` wrote.",
     ),
     hub: str = typer.Option(..., "--hub", help="The hub's base URL, e.g. http://127.0.0.1:8080."),
     token: str = typer.Option(
@@ -194,8 +197,11 @@ def publish(
     """Publish a recipe (a new revision), a bench result (measured points) or a capacity result
     (its users_at_slo point) to a hub; a result is signed when you have a key."""
     with handled(as_json):
-        from rigbook.hub.publish import publish_file
+        from rigbook.hub.publish import file_kind, publish_file
 
+        if file_kind(Path(file).expanduser()) == "reproduction":
+            _publish_reproduction(Path(file).expanduser(), hub, token, sign, as_json)
+            return
         done = publish_file(file, hub, token, recipe=recipe, signing=sign)
 
         def show() -> None:
@@ -214,6 +220,25 @@ def publish(
             )
 
         emit(done, as_json, show)
+
+
+def _publish_reproduction(path: Path, hub: str, token: str | None, sign: bool, as_json: bool):
+    """The folder `rigbook reproduce` left: its result, then its verdict (rigbook.reproduce.publish)."""
+    from rigbook.reproduce.publish import publish_reproduction_file
+
+    done = publish_reproduction_file(path, hub, token, signing=sign)
+    signed = f", signed by {done.signed_by}" if done.signed_by else ""
+    again = " (already published: nothing added)" if done.duplicate else ""
+    emit(
+        done,
+        as_json,
+        lambda: console.print(
+            f"published a reproduction ({done.verdict}) of {done.slug} revision "
+            f"{done.reproduced_revision} with its result, in revision {done.revision}"
+            f"{signed}{again}: {done.url}",
+            highlight=False,
+        ),
+    )
 
 
 def register(app: typer.Typer) -> None:

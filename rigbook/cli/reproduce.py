@@ -55,6 +55,15 @@ def _dry_run_steps(request) -> list[str]:
     ]
 
 
+def _published_line(done) -> str:
+    signed = f", signed by {done.signed_by}" if done.signed_by else ""
+    again = " (published before: nothing added)" if done.duplicate else ""
+    return (
+        f"published: {done.verdict}, reproduction of revision {done.reproduced_revision}, "
+        f"in revision {done.revision}{signed}{again}: {done.url}"
+    )
+
+
 def reproduce(
     recipe: str = typer.Argument(..., help="A recipe: catalog slug, file or hub URL."),
     rig: Path = RigOption,
@@ -111,15 +120,45 @@ def reproduce(
         "--out",
         help="Folder for the result, comparison and report (default: RIGBOOK_HOME/reproductions/…).",
     ),
+    publish: bool = typer.Option(
+        False,
+        "--publish",
+        help="Then publish the result and the verdict to --hub as a reproduction of the recipe.",
+    ),
+    hub: str = typer.Option(
+        None, "--hub", help="The hub to publish to (with --publish), e.g. http://127.0.0.1:8080."
+    ),
+    token: str = typer.Option(
+        None, "--token", envvar="RIGBOOK_HUB_TOKEN", help="API token (`rigbook hub token create`)."
+    ),
+    sign: bool = typer.Option(
+        True,
+        "--sign/--no-sign",
+        help="Sign what --publish sends with the key under RIGBOOK_HOME when there is one.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop."""
+    """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop;
+    with --publish, send the result and the verdict to a hub."""
+    from rigbook.reproduce.publish import publish_reproduction
     from rigbook.reproduce.render import render
     from rigbook.reproduce.run import ReproduceRequest
     from rigbook.reproduce.run import reproduce as run_reproduction
 
     dry = dry_run or dry_run_from_env()
     with handled(as_json):
+        if publish and not hub:
+            raise InputError(
+                "E_INPUT",
+                "--publish needs --hub: the hub to publish to",
+                "Add --hub URL, e.g. --hub http://127.0.0.1:8080.",
+            )
+        if publish and not token:
+            raise InputError(
+                "E_INPUT",
+                "--publish needs an API token; nothing was started",
+                "Pass --token TOKEN or set RIGBOOK_HUB_TOKEN (`rigbook hub token create NAME`).",
+            )
         request = ReproduceRequest(
             recipe=recipe,
             out_dir=out,
@@ -159,6 +198,10 @@ def reproduce(
                 dry_run=True,
             )
             steps = _dry_run_steps(request)
+            if publish:
+                steps.append(
+                    f"publish the result, then the verdict as a reproduction of the recipe, to {hub}"
+                )
 
             def show() -> None:
                 render_plan(made)
@@ -209,7 +252,15 @@ def reproduce(
             bench_progress=live_progress.update if live_progress else None,
             bench_guard=guard,
         )
-        emit(rep, as_json, lambda: render(rep, console))
+        if not publish or rep.verdict_error or signalled:
+            emit(rep, as_json, lambda: render(rep, console))
+        elif as_json:  # one JSON document: the reproduction and what the hub did with it
+            done = publish_reproduction(rep, hub, token, signing=sign)
+            emit(rep.model_dump(mode="json") | {"published": done.model_dump()}, True, lambda: None)
+        else:
+            render(rep, console)
+            done = publish_reproduction(rep, hub, token, signing=sign)
+            console.print(_published_line(done), markup=False, highlight=False, soft_wrap=True)
         if rep.verdict_error:
             err = RigbookError(rep.verdict_error["code"], rep.verdict_error["message"])
             if as_json:  # one JSON document on stdout: the error is inside it

@@ -45,6 +45,7 @@ from rigbook.hub.leaderboard import (
     canonical_scope,
 )
 from rigbook.hub.rates import Limits, blocked, hit
+from rigbook.hub.reproductions import posted_problems
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
 from rigbook.hub.signing import KEY_HEADER, SIGNATURE_HEADER
 from rigbook.recipe.load import dump_recipe
@@ -337,7 +338,11 @@ def post_recipe(
     A record whose content hash is the latest revision's adds nothing: that revision is returned (200)."""
     # The body validated as a Recipe, so it is a JSON object; the fallback only keeps the types honest.
     record = given if isinstance(given, dict) else dump_recipe(recipe)
-    problems = recipe_problems(recipe, record) + repo.storage_problems(recipe, record)
+    problems = (
+        recipe_problems(recipe, record)
+        + repo.storage_problems(recipe, record)
+        + posted_problems(record)
+    )
     if problems:
         raise ApiError(
             422, "E_RECIPE_INVALID", f"{len(problems)} problem(s) in the recipe", details=problems

@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rigbook import __version__
 from rigbook.errors import RigbookError
-from rigbook.hub import pages
+from rigbook.hub import pages, reproduction_api
 from rigbook.hub.api import HTTP_REMEDY, ApiError, router
 from rigbook.hub.cache import AnswerCache
 from rigbook.hub.db import make_engine, session_factory
@@ -160,6 +160,7 @@ def create_app(
         ).response()
 
     app.include_router(router)
+    app.include_router(reproduction_api.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
     app.add_middleware(BodyLimit, max_bytes=max_body, max_depth=max_depth)

@@ -18,7 +18,7 @@ import httpx
 from pydantic import ValidationError
 
 from rigbook.errors import EndpointError, ErrorBody, ErrorDocument, InputError, RigbookError
-from rigbook.hub.schemas import API_PREFIX, ResultAccepted
+from rigbook.hub.schemas import API_PREFIX, ReproductionAccepted, ResultAccepted
 from rigbook.recipe.load import parse_recipe
 from rigbook.recipe.schema import Recipe
 
@@ -168,6 +168,21 @@ class HubClient:
         return self._post_measured(
             f"{API_PREFIX}/recipes/{quote(slug, safe='')}/capacity", result, signature
         )
+
+    def publish_reproduction(
+        self, slug: str, document: bytes, signature: dict[str, str] | None = None
+    ) -> ReproductionAccepted:
+        """Add a reproduction of recipe ``slug``: ``document`` is a
+        :class:`rigbook.reproduce.document.ReproductionDocument`'s JSON, after its bench result was
+        published; ``signature`` as for :meth:`publish_result`."""
+        headers = dict(signature or {}) | {"content-type": "application/json"}
+        answer = self._json(
+            "POST",
+            f"{API_PREFIX}/recipes/{quote(slug, safe='')}/reproductions",
+            content=document,
+            headers=headers,
+        )
+        return ReproductionAccepted.model_validate(answer)
 
     def _post_measured(
         self, path: str, result: bytes | dict[str, Any], signature: dict[str, str] | None

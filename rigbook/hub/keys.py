@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.errors import InputError
 from rigbook.hub import repository as repo
-from rigbook.hub.models import KeyRow, ResultRow
+from rigbook.hub.models import KeyRow, ReproductionRow, ResultRow
 from rigbook.hub.signing import parse_public_key
 
 
@@ -105,9 +105,15 @@ def revoke_key(factory: sessionmaker[Session], token: str, kid: str) -> KeyRevok
         marked = 0
         if row.revoked_at is None:
             row.revoked_at = repo.now_text()
-            slugs = session.scalars(
-                select(ResultRow.slug).where(ResultRow.key_id == kid).distinct()
-            ).all()
+            slugs = set(
+                session.scalars(
+                    select(ResultRow.slug).where(ResultRow.key_id == kid).distinct()
+                ).all()
+            ) | set(
+                session.scalars(
+                    select(ReproductionRow.slug).where(ReproductionRow.key_id == kid).distinct()
+                ).all()
+            )
             for slug in sorted(slugs):
                 marked += repo.mark_signer_revoked(session, slug, kid, row.revoked_at)
         return KeyRevoked(**_info(row).model_dump(), points_marked=marked)

@@ -30,9 +30,12 @@ _BRACKET = re.compile(rb"[\[\]{}]")
 
 
 def validation_code(method: str, path: str) -> str:
-    """The code of a refused request: E_RESULT_REFUSED for a result, E_RECIPE_INVALID for a recipe, else E_INPUT (a key's registration)."""
+    """The code of a refused request: E_RESULT_REFUSED for a result, E_REPRODUCTION_REFUSED for a
+    reproduction, E_RECIPE_INVALID for a recipe, else E_INPUT (a key's registration)."""
     if method == "POST" and path.endswith("/results"):
         return "E_RESULT_REFUSED"
+    if method == "POST" and path.endswith("/reproductions"):
+        return "E_REPRODUCTION_REFUSED"
     if method == "POST" and path.startswith("/api/v1/recipes"):
         return "E_RECIPE_INVALID"
     return "E_INPUT"

@@ -164,3 +164,24 @@ class RateRow(Base):
         BigInteger, doc="Start of the window, seconds since the epoch."
     )
     count: Mapped[int] = mapped_column(Integer)
+
+
+class ReproductionRow(Base):
+    """A published reproduction of one recipe revision: its verdict as the hub recomputed it, the
+    bench result it stands on (a row of ``results``) and the document as posted."""
+
+    __tablename__ = "reproductions"
+    __table_args__ = (UniqueConstraint("slug", "content_hash", name="uq_reproductions_slug_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    slug: Mapped[str] = mapped_column(String(200), ForeignKey("recipes.slug"), index=True)
+    content_hash: Mapped[str] = mapped_column(String(80))
+    reproduced_no: Mapped[int] = mapped_column(Integer, doc="The revision whose claims it judged.")
+    revision_no: Mapped[int] = mapped_column(Integer, doc="The revision it first shows in.")
+    result_hash: Mapped[str] = mapped_column(String(80), doc="The bench result: its evidence.")
+    verdict: Mapped[str] = mapped_column(String(32))
+    token_name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text, doc="The document as posted, JSON text.")
+    key_id: Mapped[str | None] = mapped_column(String(80), nullable=True, index=True)
+    signature: Mapped[str | None] = mapped_column(Text, nullable=True, doc="base64 ed25519.")

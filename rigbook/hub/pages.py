@@ -40,6 +40,7 @@ from rigbook.hub.leaderboard import (
     signer_revoked_at,
     slo_scope,
 )
+from rigbook.hub.reproductions import page_entries
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
@@ -181,6 +182,7 @@ def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
         quality=quality,
         revisions=list(reversed(history)),
         result_charts=result_charts(shelf),
+        reproductions=page_entries(record),
     )
 
 

@@ -1,5 +1,5 @@
-"""`rigbook publish`: send a recipe, a bench result or a capacity result file to a hub, telling
-which it is by its content."""
+"""`rigbook publish`: send a recipe, a bench result, a capacity result or a reproduction file to a
+hub, telling which it is by its content."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.recipe.load import dump_recipe, load_recipe_file
 
 RESULT_KIND = "rigbook.bench.result"
-FileKind = Literal["recipe", "result", "capacity"]
+REPRODUCTION_KIND = "rigbook.reproduction"
+FileKind = Literal["recipe", "result", "capacity", "reproduction"]
 
 
 class Published(BaseModel):
@@ -48,6 +49,8 @@ def file_kind(path: Path) -> FileKind:
             "Publish a recipe .json or a result file from `rigbook bench`.",
         ) from None
     kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == REPRODUCTION_KIND:
+        return "reproduction"
     return "result" if kind == RESULT_KIND else "capacity" if kind == CAPACITY_KIND else "recipe"
 
 
@@ -90,6 +93,13 @@ def publish_file(
     path = Path(path).expanduser()
     client = HubClient(hub, token)
     kind = file_kind(path)
+    if kind == "reproduction":  # its folder's result, then its verdict: rigbook.reproduce.publish
+        raise InputError(
+            "E_INPUT",
+            f"{path} is a reproduction, which publish_file does not send",
+            "Send it with rigbook.reproduce.publish.publish_reproduction_file "
+            "(`rigbook publish` does).",
+        )
     private = load_key() if signing and kind != "recipe" else None
     signer = public_key_of(private).key_id if private is not None else None
     if kind == "capacity":

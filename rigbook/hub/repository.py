@@ -269,6 +269,8 @@ def put_recipe(factory: sessionmaker[Session], given: dict[str, Any]) -> Stored:
             carried.points
         ):  # after the record's own points; a record without perf_points gains the key only then
             record = given | {"perf_points": [*(given.get("perf_points") or []), *carried.points]}
+        if latest.get("reproductions"):  # only published ones add them (rigbook.hub.reproductions)
+            record = record | {"reproductions": latest["reproductions"]}
         if recipe_hash(parse_recipe(record, recipe.slug)) == (latest.get("revision") or {}).get(
             "content_hash"
         ):
@@ -561,7 +563,19 @@ def mark_signer_revoked(session: Session, slug: str, key_id: str, when: str) -> 
             point = point | {"signer_revoked_at": when}
             marked += 1
         points.append(point)
-    if marked:
+    reproductions, judged = [], 0  # reproductions it signed (rigbook.hub.reproductions) too
+    for entry in latest.get("reproductions") or []:
+        if (
+            isinstance(entry, dict)
+            and entry.get("signed_by") == key_id
+            and "signer_revoked_at" not in entry
+        ):
+            entry = entry | {"signer_revoked_at": when}
+            judged += 1
+        reproductions.append(entry)
+    if judged:
+        latest = latest | {"reproductions": reproductions}
+    if marked or judged:
         _add_revision(
             session,
             row,

@@ -7,6 +7,8 @@ An error answer is :class:`rigbook.errors.ErrorDocument`, the same document the 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from rigbook.errors import ErrorBody, ErrorDocument
@@ -19,6 +21,7 @@ __all__ = [
     "ErrorBody",
     "ErrorDocument",
     "RecipePage",
+    "ReproductionAccepted",
     "ResultAccepted",
     "RevisionInfo",
     "RevisionList",
@@ -36,6 +39,18 @@ class ResultAccepted(BaseModel):
     verified: int = Field(
         default=0, description="Points recomputed from the result's own requests and found equal."
     )
+
+
+class ReproductionAccepted(BaseModel):
+    """What the hub did with a reproduction (:mod:`rigbook.hub.reproductions`)."""
+
+    slug: str
+    revision: int = Field(description="The revision the reproduction first shows in.")
+    reproduced_revision: int = Field(description="The revision whose claims it judged.")
+    verdict: Literal["holds", "does not hold", "inconclusive"]
+    content_hash: str
+    duplicate: bool = False
+    signed_by: str | None = None
 
 
 class RevisionInfo(BaseModel):

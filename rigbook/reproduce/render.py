@@ -77,6 +77,7 @@ def render(rep: Reproduction, console: Console) -> None:
         highlight=False,
         soft_wrap=True,
     )
+    console.print(f"verdict on the recipe's claims: {rep.verdict}", markup=False, highlight=False)
     console.print(f"result, comparison and report in {rep.folder}", markup=False, highlight=False)
     if rep.contrast:  # last: the seeds' one-line contrast
         console.print(rep.contrast, markup=False, highlight=False, soft_wrap=True)

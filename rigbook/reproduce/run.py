@@ -28,9 +28,10 @@ from rigbook.compare.sources import source_from_result
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
 from rigbook.launch.run import UpResult
+from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.schema import Recipe
 from rigbook.reproduce.claims import ClaimPlan, plan_claims
-from rigbook.reproduce.verdict import VerdictRow, contrast, verdict_rows
+from rigbook.reproduce.verdict import Verdict, VerdictRow, contrast, overall, verdict_rows
 
 # Seconds one level's repeats may take before the cap ends them (its interval is reported either way).
 DEFAULT_MAX_LEVEL_S = 300.0
@@ -78,6 +79,9 @@ class Reproduction(BaseModel):
     kind: Literal["rigbook.reproduction"] = "rigbook.reproduction"
     recipe: str
     recipe_revision: int | None = None
+    recipe_hash: str | None = Field(
+        default=None, description="Content hash of the recipe whose claims were compared."
+    )
     folder: str
     url: str
     model: str | None = None
@@ -88,6 +92,9 @@ class Reproduction(BaseModel):
     ci_target_pct: float
     assumed: list[str]
     rows: list[VerdictRow]
+    verdict: Verdict = Field(
+        default="inconclusive", description="The claims in one word (rigbook.reproduce.verdict)."
+    )
     contrast: str | None = Field(
         default=None, description="One request alone against the most at once."
     )
@@ -229,6 +236,7 @@ def _measure_and_compare(
     reproduction = Reproduction(
         recipe=recipe.slug,
         recipe_revision=recipe.revision.no if recipe.revision else None,
+        recipe_hash=recipe_hash(recipe),
         folder=str(folder),
         url=live.url,
         model=live.model_id,
@@ -239,6 +247,7 @@ def _measure_and_compare(
         ci_target_pct=request.ci_target_pct,
         assumed=claims.assumed,
         rows=rows,
+        verdict=overall(rows),
         contrast=contrast(result),
         result=str(result_path),
         comparison=str(comparison_path) if comparison_path else None,

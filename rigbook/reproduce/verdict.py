@@ -23,6 +23,8 @@ Call = Literal[
     "real difference", "within spread", "no interval", "not comparable", "not measured", "no claim"
 ]
 
+Verdict = Literal["holds", "does not hold", "inconclusive"]
+
 RATE_NAMES = {
     "per_request_decode": "each",
     "aggregate_with_ttft": "all",
@@ -131,6 +133,28 @@ def verdict_rows(
     ]
     rows.sort(key=lambda r: r.concurrency)
     return rows, pair
+
+
+def overall(rows: list[VerdictRow]) -> Verdict:
+    """The recipe's claims in one word. *does not hold*: a claim lies above the measured interval
+    (the rig is slower by more than its spread); *holds*: every claim was measured and none does
+    (a claim below the interval is a rig faster than claimed, which the claim promises too);
+    *inconclusive*: no claim, or some claim not measured, not comparable or without an interval."""
+    claimed = [r for r in rows if r.call != "no claim"]
+    below = [
+        r
+        for r in claimed
+        if r.call == "real difference"
+        and r.claim_tok_s is not None
+        and r.interval is not None
+        and r.interval.high is not None
+        and r.claim_tok_s > r.interval.high
+    ]
+    if below:
+        return "does not hold"
+    if claimed and all(r.call in ("within spread", "real difference") for r in claimed):
+        return "holds"
+    return "inconclusive"
 
 
 _WORDS = {2: "two", 3: "three", 4: "four", 8: "eight"}
