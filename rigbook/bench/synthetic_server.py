@@ -14,7 +14,7 @@ request it cannot read is answered 400. Each model id is a scenario:
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
 a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
-``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
+``POST /tokenize`` counts a prompt's words, its tokens. ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
 when the kernel received it (:mod:`rigbook.bench.synthetic_accept`) and when the server read it, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
@@ -179,6 +179,11 @@ class SyntheticServer:
                 await self._json(writer, self.counters.sent())
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
+            elif method == "POST" and path == "/tokenize":
+                # Its tokens are a prompt's words, as it counts them in usage (vLLM's answer form).
+                req = json.loads(body or b"{}")
+                words = str(req.get("prompt", req.get("content", ""))).split()
+                await self._json(writer, {"count": len(words), "tokens": list(range(len(words)))})
             elif method == "GET" and path == "/metrics":
                 data = self.counters.render(self.config.metrics_flavor) + self._in_flight()
                 writer.write(
