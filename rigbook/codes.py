@@ -72,6 +72,9 @@ class Code(StrEnum):
     E_STREAM_FORMAT = "E_STREAM_FORMAT"
     W_STREAM_BUFFERED = "W_STREAM_BUFFERED"
     W_SPEC_NO_ACCEPTANCE = "W_SPEC_NO_ACCEPTANCE"
+    E_WORKLOAD_MISMATCH = "E_WORKLOAD_MISMATCH"
+    W_PREFIX_CACHE_NONE = "W_PREFIX_CACHE_NONE"
+    W_PREFIX_CACHE_CHECK = "W_PREFIX_CACHE_CHECK"
     E_TRACE = "E_TRACE"
     W_TRACE_LAG = "W_TRACE_LAG"
     E_TRACE_PROMPT = "E_TRACE_PROMPT"
@@ -553,7 +556,42 @@ _ALL = [
         "Serve /metrics with the engine's speculative counters (llama-server: --metrics; vLLM: "
         "its default /metrics), then bench again; docs/bench.md lists the counters read.",
     ),
+    _c(
+        Code.E_WORKLOAD_MISMATCH,
+        "error",
+        "InputError",
+        "compare",
+        "The bench results given to compare ran different workloads (name, version or content "
+        "hash differ): their requests were different work, so no ratio of their numbers means "
+        "anything.",
+        "Bench each endpoint with the same --workload and compare those results; each source's "
+        "workload is listed.",
+    ),
+    _c(
+        Code.W_PREFIX_CACHE_NONE,
+        "warning",
+        None,
+        "bench",
+        "A session workload (multi-turn, shared-prefix) ran, but the engine gave no prefix-cache "
+        "reading for a cell: no cached prompt tokens per response and no prefix-cache counters "
+        "in /metrics, so the cell's TTFT cannot be told apart from how much of its prompts the "
+        "engine served from cache.",
+        "Serve the counters (llama-server reports cached tokens in every response; vLLM: its "
+        "default /metrics, or --enable-prompt-tokens-details), then bench again; docs/bench.md "
+        "lists the readings taken.",
+    ),
+    _c(
+        Code.W_PREFIX_CACHE_CHECK,
+        "warning",
+        None,
+        "bench",
+        "The engine's prefix-cache reading contradicts what the workload sent: a cold turn (a "
+        "session's first, with nothing shared before it) was served from cache beyond the chat "
+        "template's opening, or more prompt tokens were cached than the prompt held.",
+        "Make sure nothing else sends requests to the server during the bench; if it persists, "
+        "the engine's counter is wrong: report it with the cell's turns and prefix_cache figures.",
     # bench: trace replay and dataset prompts
+    ),
     _c(
         Code.E_TRACE,
         "error",

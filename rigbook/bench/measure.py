@@ -45,6 +45,11 @@ class MeasureRequest(BaseModel):
         default=None, description="Model id; default: the first the server lists."
     )
     profile: str = "seed"
+    workload: str = Field(
+        default="prose",
+        description="What the requests are: a workload name, or NAME@VERSION "
+        "(rigbook.bench.workloads); prose is the seed's method.",
+    )
     concurrency: list[int] | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     requests: int | None = Field(default=None, ge=1, description="Burst mode: requests per level.")
@@ -250,6 +255,7 @@ async def measure_async(
     from rigbook.bench.journal import journal_path
     from rigbook.bench.profiles import get_profile
     from rigbook.bench.runner import BenchSpec, run_bench
+    from rigbook.bench.workloads import get_workload
     from rigbook.endpoint.url import base_url
 
     if request.requests is not None and request.duration_s is not None:
@@ -266,6 +272,7 @@ async def measure_async(
             f"workers {request.workers} is not a positive number of processes",
             "Write e.g. --workers 2, or leave it out for what the concurrency needs.",
         )
+    workload = get_workload(request.workload)
     url = base_url(request.url)
     resolve(request.client, Target(url))  # a client that cannot stream it: say so before any I/O
     target = request.out or default_out()
@@ -273,6 +280,7 @@ async def measure_async(
         url=url,
         model=request.model,
         profile=get_profile(request.profile),
+        workload=workload,
         concurrency=request.concurrency,
         max_tokens=request.max_tokens,
         requests=request.requests,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigbook import hashing
 from rigbook.bench.intervals import Interval
+from rigbook.bench.workloads.model import WorkloadRef
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
@@ -390,6 +391,11 @@ class Cell(Model):
         description="Which repeat of its level this cell is (0, 1, …) when the run repeats cells "
         "for an interval; None when each level ran once.",
     )
+    workload: str | None = Field(
+        default=None,
+        description="The workload the cell ran, as 'name vN (hash)'; absent in results written "
+        "before workloads (prose v1).",
+    )
 
 
 class LevelInterval(Model):
@@ -445,6 +451,11 @@ class Conditions(Model):
     rig: RigSummary | None = None
     rig_unavailable: str | None = Field(default=None, description="Why no rig summary was taken.")
     profile: ProfileRef
+    workload: WorkloadRef | None = Field(
+        default=None,
+        description="What the requests were (rigbook.bench.workloads); absent in results "
+        "written before workloads, which ran prose v1.",
+    )
     mode: Literal["burst", "sustained"]
     bench_tool: str = "rigbook"
     rigbook_version: str
@@ -541,6 +552,7 @@ LATER_FIELDS = frozenset(
         "moved",
         "marked",
         "speculation",
+        "workload",
     }
 )
 

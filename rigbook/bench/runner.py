@@ -48,6 +48,7 @@ from rigbook.bench.scheduler import (
 )
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
+from rigbook.bench.workloads.model import Workload, default_workload
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
@@ -64,6 +65,8 @@ class BenchSpec(BaseModel):
     url: str
     model: str | None = None
     profile: Profile
+    # What the requests are (rigbook.bench.workloads); None: prose v1, the seed's method.
+    workload: Workload | None = None
     concurrency: list[int] | None = None
     max_tokens: int | None = None
     requests: int | None = None
@@ -190,6 +193,7 @@ async def _run(
         rig=rig,
         rig_unavailable=rig_unavailable,
         profile=profile_ref(spec),
+        workload=(spec.workload or default_workload()).ref(),
         mode=mode,
         rigbook_version=__version__,
         started_at=_now_iso(),
@@ -556,6 +560,7 @@ async def _measure_cell(
             "server": server,
             "repeat": repeat,
             "speculation": server_metrics.acceptance(counted, counted_after),
+            "workload": (spec.workload or default_workload()).ref().key(),
         }
     )
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))

@@ -65,6 +65,12 @@ def register(app: typer.Typer) -> None:
         profile: str = typer.Option(
             "seed", "--profile", help="Bench profile: seed (default) or quick."
         ),
+        workload: str = typer.Option(
+            "prose",
+            "--workload",
+            help="What the requests are: prose (default, the seed's method), multi-turn, "
+            "shared-prefix or unique-prefix; NAME@VERSION for an older version.",
+        ),
         concurrency: str = typer.Option(
             None,
             "--concurrency",
@@ -143,6 +149,7 @@ def register(app: typer.Typer) -> None:
                 url=url,
                 model=model,
                 profile=profile,
+                workload=workload,
                 concurrency=_levels(concurrency),
                 max_tokens=max_tokens,
                 requests=requests,

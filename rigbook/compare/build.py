@@ -181,6 +181,17 @@ def _why_nothing_lines_up(sources: list[Source]) -> tuple[str, str]:
 def compare_sources(sources: list[Source]) -> Comparison:
     """Every pair of sources; at least one pair must line up somewhere."""
     sources = distinct_names(sources)
+    ran = {s.workload for s in sources if s.workload is not None}
+    if len(ran) > 1:
+        # Different requests measure different work: a multi-turn chat's TTFT rides on the
+        # prefix cache, a prose burst's does not. No rule's caveat makes their ratio mean anything.
+        raise InputError(
+            "E_WORKLOAD_MISMATCH",
+            f"the results ran different workloads: {', '.join(sorted(ran))}",
+            "Compare results of one workload: bench each endpoint with the same --workload "
+            "(`rigbook bench URL --workload NAME`).",
+            details=[f"{s.name}: {s.workload}" for s in sources if s.workload is not None],
+        )
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
     slos = {p.slo for s in sources for p in s.points if p.slo is not None}
     if not any(p.points or p.quality for p in pairs) and slos:

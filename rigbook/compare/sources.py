@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rigbook.bench.result import BenchResult, load_result
+from rigbook.bench.workloads.model import workload_of
 from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
 from rigbook.compare.model import ComparedConditions, ComparedPoint, QualityPoint, Source
 from rigbook.errors import InputError, RigbookError
@@ -148,7 +149,10 @@ def _run_defaults(result: BenchResult) -> dict:
         "reply_tokens": c.profile.max_tokens,
         "reply_length_held": c.profile.reply_length_held,
         "thinking": c.profile.thinking,
-        "workload": c.profile.workload,
+        # A prose run's content class is the profile's; a session workload is its own.
+        "workload": c.profile.workload
+        if workload_of(c.workload).kind == "prose"
+        else workload_of(c.workload).name,
         "gpu_count": len(result.telemetry.gpus)
         if result.telemetry.available and result.telemetry.gpus
         else None,
@@ -206,6 +210,7 @@ def source_from_result(ref: str, result: BenchResult) -> Source:
         name=Path(ref).name,
         model=result.conditions.model,
         content_hash=result.content_hash,
+        workload=workload_of(result.conditions.workload).key(),
         points=points,
         skipped=skipped,
     )
@@ -233,6 +238,7 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
         name=Path(ref).name,
         model=bench.conditions.model,
         content_hash=result.content_hash,
+        workload=workload_of(bench.conditions.workload).key(),
         points=points,
         skipped=skipped,
     )
