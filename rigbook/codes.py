@@ -590,8 +590,8 @@ _ALL = [
         "template's opening, or more prompt tokens were cached than the prompt held.",
         "Make sure nothing else sends requests to the server during the bench; if it persists, "
         "the engine's counter is wrong: report it with the cell's turns and prefix_cache figures.",
-    # bench: trace replay and dataset prompts
     ),
+    # bench: trace replay and dataset prompts
     _c(
         Code.E_TRACE,
         "error",
