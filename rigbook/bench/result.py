@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rigbook import hashing
 from rigbook.bench.intervals import Interval
 from rigbook.bench.workloads.model import WorkloadRef
+from rigbook.bench.workloads.trace import TraceReplay
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
@@ -396,6 +397,10 @@ class Cell(Model):
         description="The workload the cell ran, as 'name vN (hash)'; absent in results written "
         "before workloads (prose v1).",
     )
+    trace: TraceReplay | None = Field(
+        default=None,
+        description="Trace workloads: what the replay sent and how late (schedule lag).",
+    )
 
 
 class LevelInterval(Model):
@@ -553,6 +558,7 @@ LATER_FIELDS = frozenset(
         "marked",
         "speculation",
         "workload",
+        "trace",
     }
 )
 

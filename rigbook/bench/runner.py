@@ -49,6 +49,8 @@ from rigbook.bench.scheduler import (
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
 from rigbook.bench.workloads.model import Workload, default_workload
+from rigbook.bench.workloads.trace import Trace
+from rigbook.bench.workloads.trace_run import DEFAULT_MAX_LAG_MS, replay_cell
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
@@ -67,6 +69,12 @@ class BenchSpec(BaseModel):
     profile: Profile
     # What the requests are (rigbook.bench.workloads); None: prose v1, the seed's method.
     workload: Workload | None = None
+    # trace workloads: the trace, its speed and the p99 lag past which W_TRACE_LAG is due;
+    # dataset workloads: the prompts (rigbook.bench.workloads.sources)
+    trace: Trace | None = None
+    speed: float = 1.0
+    max_lag_ms: float = DEFAULT_MAX_LAG_MS
+    prompts: tuple[str, ...] | None = None
     concurrency: list[int] | None = None
     max_tokens: int | None = None
     requests: int | None = None
@@ -165,11 +173,12 @@ async def _run(
     stop: asyncio.Event,
 ) -> BenchResult:
     p = spec.profile
-    levels = spec.concurrency or list(p.concurrency)
+    # A trace replay is one cell whose load the trace sets: no levels, no worker processes.
+    levels = [1] if spec.trace is not None else spec.concurrency or list(p.concurrency)
     max_tokens = spec.max_tokens or p.max_tokens
     mode = "sustained" if spec.duration_s is not None else p.mode
     stall = spec.stall_timeout_s or p.stall_timeout_s
-    prompts = p.prompts()
+    prompts = list(spec.prompts) if spec.prompts else p.prompts()
     model = spec.model or (info.models[0] if info.models else None)
     if model is None or (info.models and model not in info.models):
         raise EndpointError(
@@ -241,6 +250,28 @@ async def _run(
             # Everything alive now lives for the whole run: keep the collector from walking it.
             gc.collect()
             gc.freeze()
+            if spec.trace is not None:
+                cell, lines = await replay_cell(
+                    spec.trace,
+                    profile=p,
+                    model=model,
+                    url=spec.url,
+                    client_kind=kind,
+                    stall_s=stall,
+                    speed=spec.speed,
+                    max_lag_ms=spec.max_lag_ms,
+                    metrics=client,
+                    sampler=sampler,
+                    journal=journal,
+                    stop=stop,
+                    progress=progress,
+                )
+                cell = cell.model_copy(
+                    update={"workload": (spec.workload or default_workload()).ref().key()}
+                )
+                cells.append(cell)
+                warnings += _cell_warnings(cell, spec.extra.get("speculative_method")) + lines
+                levels = []
             for conc in levels:
                 if stop.is_set():
                     break

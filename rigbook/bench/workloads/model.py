@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 
-WorkloadKind = Literal["prose", "multi-turn", "shared-prefix"]
+WorkloadKind = Literal["prose", "multi-turn", "shared-prefix", "trace", "dataset"]
 
 
 class Workload(BaseModel):
@@ -60,11 +60,20 @@ class Workload(BaseModel):
     text_set: str | None = Field(
         default=None, description="File under rigbook/bench/data/ the messages are drawn from."
     )
+    # trace and dataset workloads are made from a user's file (rigbook.bench.workloads.sources)
+    source: str | None = Field(
+        default=None, description="trace/dataset: the file, or hf:OWNER/NAME@COMMIT:PATH."
+    )
+    source_sha256: str | None = Field(default=None, description="sha256 of the file's bytes.")
+    selection: str | None = Field(
+        default=None,
+        description="trace: the replay speed; dataset: the length filters, sample and seed.",
+    )
 
     @property
     def sessions(self) -> bool:
-        """Whether requests are sent by users holding sessions (every kind but prose)."""
-        return self.kind != "prose"
+        """Whether requests are sent by users holding sessions (multi-turn, shared-prefix)."""
+        return self.kind in ("multi-turn", "shared-prefix")
 
     def content_hash(self) -> str:
         """Hash of every value and of the texts it draws from: the one a test pins. Values at

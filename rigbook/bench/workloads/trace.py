@@ -306,6 +306,33 @@ def schedule_lag(sent: Sequence[Sent], *, limit_ms: float, speed: float) -> Sche
     )
 
 
+class TraceReplay(BaseModel):
+    """What a trace cell replayed and how faithfully."""
+
+    source: str = Field(description="The trace file.")
+    sha256: str = Field(description="sha256 of the trace file's bytes.")
+    layout: str
+    block_tokens: int
+    speed: float = Field(description="Arrival times were divided by this.")
+    requests_planned: int
+    requests_sent: int
+    lag: ScheduleLag | None = Field(
+        default=None, description="How late requests went out against the plan; None: none did."
+    )
+    planned_s: list[float] = Field(
+        default_factory=list,
+        description="Each sent request's planned time, seconds from the replay's start.",
+    )
+    lag_ms: list[float] = Field(default_factory=list, description="Each sent request's lag.")
+    prompt_tokens_exact: int = Field(
+        description="Requests whose prompt the engine counted at the trace's input length."
+    )
+    prompt_tokens_counted: int = Field(description="Requests whose response counted the prompt.")
+    chat_template_tokens: int = Field(
+        description="Tokens the chat template adds around a message, taken off each prompt."
+    )
+
+
 def lag_warning(lag: ScheduleLag, cell: int) -> str | None:
     """The cell's W_TRACE_LAG line when its p99 lag is past the limit."""
     if not lag.late:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import httpx
-from pydantic import BaseModel, Field
 
 from rigbook.bench import server_metrics
 from rigbook.bench.backend import chat_payload
@@ -27,9 +27,10 @@ from rigbook.bench.scheduler import judge_client
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workloads.trace import (
     Clock,
-    ScheduleLag,
     Sent,
     Trace,
+    TraceReplay,
+    lag_warning,
     replay,
     schedule_lag,
 )
@@ -37,33 +38,6 @@ from rigbook.bench.workloads.trace_prompts import calibrate
 
 # A replay whose p99 lag is past this was not the trace's arrival pattern (W_TRACE_LAG).
 DEFAULT_MAX_LAG_MS = 50.0
-
-
-class TraceReplay(BaseModel):
-    """What a trace cell replayed and how faithfully."""
-
-    source: str = Field(description="The trace file.")
-    sha256: str = Field(description="sha256 of the trace file's bytes.")
-    layout: str
-    block_tokens: int
-    speed: float = Field(description="Arrival times were divided by this.")
-    requests_planned: int
-    requests_sent: int
-    lag: ScheduleLag | None = Field(
-        default=None, description="How late requests went out against the plan; None: none did."
-    )
-    planned_s: list[float] = Field(
-        default_factory=list,
-        description="Each sent request's planned time, seconds from the replay's start.",
-    )
-    lag_ms: list[float] = Field(default_factory=list, description="Each sent request's lag.")
-    prompt_tokens_exact: int = Field(
-        description="Requests whose prompt the engine counted at the trace's input length."
-    )
-    prompt_tokens_counted: int = Field(description="Requests whose response counted the prompt.")
-    chat_template_tokens: int = Field(
-        description="Tokens the chat template adds around a message, taken off each prompt."
-    )
 
 
 async def make_prompts(
@@ -93,6 +67,7 @@ async def run_trace_cell(
     journal: Journal | None,
     stop: asyncio.Event,
     clock: Clock | None = None,
+    progress: Callable[[str, dict], None] | None = None,
 ) -> tuple[Cell, TraceReplay]:
     """Replay ``trace`` against ``url`` as cell ``index``."""
     bodies = [
@@ -132,7 +107,11 @@ async def run_trace_cell(
         records.append(rec)
         if journal is not None:
             journal.write("request", record=rec)
+        if progress is not None:
+            progress("request", {"record": rec})
 
+    if progress is not None:
+        progress("cell", {"index": index, "concurrency": "trace", "total": len(bodies)})
     counted = await server_metrics.read(metrics, url)
     sampler.begin()
     streams.start()
@@ -190,6 +169,49 @@ async def run_trace_cell(
         prompt_tokens_counted=len(prompt),
         chat_template_tokens=chat_template_tokens,
     )
+    cell = cell.model_copy(update={"trace": replayed})
     if journal is not None:
         journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))
+    if progress is not None:
+        progress("cell_done", {"cell": cell})
     return cell, replayed
+
+
+async def replay_cell(
+    trace: Trace,
+    *,
+    profile: Profile,
+    model: str,
+    url: str,
+    client_kind: str,
+    stall_s: float,
+    speed: float,
+    max_lag_ms: float,
+    metrics: httpx.AsyncClient,
+    sampler: Sampler,
+    journal: Journal,
+    stop: asyncio.Event,
+    progress: Callable[[str, dict], None] | None = None,
+) -> tuple[Cell, list[str]]:
+    """A bench run's trace cell (index 0): prompts made, the trace replayed; with its warnings."""
+    prompts, overhead = await make_prompts(metrics, url, model, trace)
+    cell, replayed = await run_trace_cell(
+        index=0,
+        trace=trace,
+        prompts=prompts,
+        chat_template_tokens=overhead,
+        profile=profile,
+        model=model,
+        url=url,
+        client_kind=client_kind,
+        stall_s=stall_s,
+        speed=speed,
+        max_lag_ms=max_lag_ms,
+        metrics=metrics,
+        sampler=sampler,
+        journal=journal,
+        stop=stop,
+        progress=progress,
+    )
+    warning = lag_warning(replayed.lag, cell.index) if replayed.lag else None
+    return cell, [warning] if warning else []
