@@ -16,6 +16,7 @@ from rigbook.bench.curves import curves, left_out_note
 from rigbook.bench.plots import plot_throughput, plot_ttft
 from rigbook.bench.repeats import interval_lines
 from rigbook.bench.result import BenchResult
+from rigbook.bench.workloads.trace_chart import plot_schedule_lag
 
 # What each chart shows, as its alt text and caption (docs/report.md has the longer story).
 CAPTIONS = {
@@ -23,6 +24,7 @@ CAPTIONS = {
     "distribution.png": "each request's decode rate, one strip per cell",
     "throughput.png": "throughput {unit} against tok/s per user, each point labelled with its concurrency",
     "ttft.png": "TTFT p50 and p99 against concurrency",
+    "schedule-lag.png": "trace replay: each request's schedule lag against its planned time",
 }
 
 
@@ -95,6 +97,9 @@ def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
         _plot_distribution(result, out_dir / "distribution.png"),
         plot_throughput(drawn, model, out_dir / "throughput.png"),
         plot_ttft(drawn, model, out_dir / "ttft.png"),
+    ]
+    plots += [
+        plot_schedule_lag(c.trace, out_dir / "schedule-lag.png") for c in result.cells if c.trace
     ]
     env = Environment(
         loader=PackageLoader("rigbook.bench", "templates"),

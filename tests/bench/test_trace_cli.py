@@ -97,13 +97,14 @@ def test_a_short_mooncake_trace_replays_on_time(url, tmp_path):
 @pytest.mark.e2e
 def test_500_requests_at_a_few_a_second_state_their_lag(url, tmp_path):
     """500 requests, 100 ms apart in the trace, replayed at speed 0.5: five a second for
-    100 s. The lag's p99 is stated in the result and held within what docs/bench.md claims."""
+    100 s. The lag's p99 is stated in the result and held within what docs/bench.md claims
+    (under 100 ms while other work loads the cores)."""
     result = _check_replay(url, _mooncake(500, 100), 500, 0.5, tmp_path, timeout=400)
     lag = result.cells[0].trace.lag
     print(
         f"trace replay of 500 requests at 5/s: lag p50 {lag.p50_ms:.2f} ms, p99 {lag.p99_ms:.2f} ms"
     )
-    assert lag.p99_ms <= 50.0
+    assert lag.p99_ms <= 100.0
 
 
 def test_a_lag_past_the_limit_is_w_trace_lag(url, tmp_path):
@@ -117,6 +118,11 @@ def test_a_lag_past_the_limit_is_w_trace_lag(url, tmp_path):
     out = json.loads(p.stdout)
     assert any(w.startswith("W_TRACE_LAG: cell 0:") for w in out["warnings"])
     assert load_result(tmp_path / "r.json").cells[0].trace.lag.late
+    # The report draws the replay's schedule lag.
+    p = rigbook("report", str(tmp_path / "r.json"), "--out", str(tmp_path / "rep"), "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert str(tmp_path / "rep" / "schedule-lag.png") in json.loads(p.stdout)["plots"]
+    assert (tmp_path / "rep" / "schedule-lag.png").stat().st_size > 0
 
 
 def test_a_bad_trace_row_exits_2_naming_the_line(url, tmp_path):
