@@ -79,3 +79,16 @@ def resolve_workload(
         )
         return Resolved(workload=workload, prompts=got.prompts)
     return Resolved(workload=get_workload(spec))
+
+
+def searchable(spec: str, command: str) -> None:
+    """Refuse a trace where a command searches or repeats concurrency levels: a trace's arrival
+    times set its load, so it has no level to vary."""
+    if spec.partition(":")[0] == "trace":
+        raise InputError(
+            "E_INPUT",
+            f"`rigbook {command}` cannot take --workload {spec}: a trace sets its own load, so "
+            "there are no concurrency levels to search or repeat",
+            "Replay the trace with `rigbook bench URL --workload trace:FILE`, or give "
+            f"{command} a session or dataset workload.",
+        )
