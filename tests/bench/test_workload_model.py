@@ -8,6 +8,7 @@ import pytest
 
 from rigbook.bench.result import load_result, save_result
 from rigbook.bench.workloads import default_workload, get_workload, list_workloads, workload_of
+from rigbook.bench.workloads.plots import has_turns
 from rigbook.compare.build import compare_refs, same_workload
 from rigbook.compare.sources import load_source
 from rigbook.errors import InputError
@@ -65,6 +66,9 @@ def test_a_prose_run_names_its_workload_in_the_result_and_each_cell(url, tmp_pat
     assert [c.workload for c in result.cells] == [ref.key(), ref.key()]
     # The file carries it, and its hash holds.
     assert load_result(tmp_path / "r.json").conditions.workload == ref
+    assert not has_turns(result) and all(
+        c.turns == [] and c.prefix_cache is None for c in result.cells
+    )
 
 
 def _as_workload(src, dst, name: str) -> None:

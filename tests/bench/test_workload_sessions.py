@@ -11,9 +11,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rigbook.bench.profiles import get_profile
+from rigbook.bench.report import write_report
 from rigbook.bench.result import RequestRecord
 from rigbook.bench.workloads import get_workload
 from rigbook.bench.workloads.cache import parse_counters, prefix_cache
+from rigbook.bench.workloads.plots import hit_rate
 from rigbook.bench.workloads.sessions import Sessions, TurnRequest
 from tests.bench.helpers import bench, recorded, rigbook, synthetic_server
 
@@ -81,6 +83,11 @@ def test_multi_turn_resends_the_conversation_and_later_turns_hit_the_cache(cache
     assert cache.engine_hits == cache.cached_prompt_tokens
     assert cache.cold_requests == 3 and cache.cold_cached_max == 0 and not cache.contradictions
     assert not any(w.startswith("W_PREFIX_CACHE") for w in result.warnings)
+    # The report draws TTFT by turn and the hit rate (a prose result's has no such chart).
+    written = write_report(result, tmp_path / "report", "md")
+    assert (tmp_path / "report" / "turns.png") in written.plots
+    assert "turns.png" in written.report.read_text()
+    assert hit_rate(cell) == cache.hit_rate
 
 
 def _shared_prefix_cell(url, out, workload):
