@@ -295,6 +295,20 @@ async def measure_async(
         min_prompt_chars=request.min_prompt_chars,
         max_prompt_chars=request.max_prompt_chars,
     )
+    workload = resolved.workload
+    if workload.sessions and request.duration_s is not None:
+        raise InputError(
+            "E_INPUT",
+            f"workload {workload.name} runs sessions, which have no sustained mode",
+            "Leave out --duration: a session cell runs each user's turns to their end.",
+        )
+    if workload.sessions and request.client == "compiled":
+        raise InputError(
+            "E_INPUT",
+            f"workload {workload.name} runs sessions, which the compiled client cannot stream "
+            "(it keeps no reply text for the next turn)",
+            "Leave out --client (sessions take the Python client) or pass --client python.",
+        )
     url = base_url(request.url)
     resolve(request.client, Target(url))  # a client that cannot stream it: say so before any I/O
     target = request.out or default_out()

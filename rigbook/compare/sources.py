@@ -265,8 +265,9 @@ def _looks_like_recipe(ref: str) -> bool:
     return isinstance(data, dict) and "slug" in data
 
 
-def load_source(ref: str) -> Source:
-    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
+def load_source(ref: str, *, points: bool = True) -> Source:
+    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog
+    slug. ``points``: refuse a source with nothing to compare (:func:`require_points`)."""
     if quality_result.peek_kind(Path(ref)) in (
         quality_result.NEEDLE_KIND,
         quality_result.AGREE_KIND,
@@ -295,10 +296,15 @@ def load_source(ref: str) -> Source:
                 details=exc.details,
             ) from None
         source = source_from_recipe(ref, recipe)
+    return require_points(source) if points else source
+
+
+def require_points(source: Source) -> Source:
+    """The source, if it has a perf point or a quality point to compare; else ``E_INPUT``."""
     if not source.points and not source.quality:
         raise InputError(
             "E_INPUT",
-            f"{ref} has no perf point with a concurrency and a number to compare",
+            f"{source.ref} has no perf point with a concurrency and a number to compare",
             "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
             details=source.skipped,
         )
