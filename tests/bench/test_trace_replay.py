@@ -62,10 +62,13 @@ def test_a_prompt_the_tokenizer_counts_off_is_corrected_until_exact():
             words = text.split()
             return len(words) + sum(1 for w in words if w == "zebra")
 
-    maker = PromptMaker(Counter(), ["apple", "zebra", "lemon", "grape", "melon"], 3, 8)  # type: ignore[arg-type]
+    words = ["apple", "zebra", "lemon", "grape", "melon"]
     req = TraceRequest(at_s=0, input_tokens=53, output_tokens=1, line=1)
-    text, exact = asyncio.run(maker.prompt(req, 0))
-    assert exact and asyncio.run(Counter().count(text)) == 50
+    # Each tag draws other words: every draw must end exact.
+    for tag in range(30):
+        maker = PromptMaker(Counter(), words, 3, 8, tag=str(tag))  # type: ignore[arg-type]
+        text, exact = asyncio.run(maker.prompt(req, 0))
+        assert exact and asyncio.run(Counter().count(text)) == 50, tag
 
 
 def test_a_server_without_a_tokenizer_is_e_trace_prompt():

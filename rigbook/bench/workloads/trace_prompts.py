@@ -29,7 +29,7 @@ from rigbook.quality.server import TokenCounter
 # A vocabulary this large keeps two random prompts from sharing more than a word's prefix.
 MIN_WORDS = 64
 # Rounds of counting and correcting one prompt before it is declared not exact.
-ROUNDS = 4
+ROUNDS = 8
 
 
 def _candidates() -> list[str]:
