@@ -92,6 +92,8 @@ def _check_replay(url, trace_text: str, n: int, speed: float, tmp_path, timeout:
 def test_a_short_mooncake_trace_replays_on_time(url, tmp_path):
     result = _check_replay(url, _mooncake(30, 100), 30, 4.0, tmp_path)
     assert not any(w.startswith("W_TRACE_LAG") for w in result.warnings)
+    # Its load is the trace's, not a held concurrency: it claims no perf point.
+    assert result.perf_points == []
 
 
 @pytest.mark.e2e
@@ -135,7 +137,15 @@ def test_a_bad_trace_row_exits_2_naming_the_line(url, tmp_path):
     assert "Traceback" not in p.stderr
 
 
-def test_a_sharegpt_file_is_sent_as_the_prompts(url, tmp_path):
+@pytest.fixture(scope="module")
+def slow_url():
+    # Replies long against any client hiccup, so the cells stay perf points on a loaded machine.
+    with synthetic_server("--rate 50 --falloff 0 --tokens-per-chunk 1") as u:
+        yield u
+
+
+def test_a_sharegpt_file_is_sent_as_the_prompts(slow_url, tmp_path):
+    url = slow_url
     rows = [
         {
             "conversations": [
@@ -168,6 +178,9 @@ def test_a_sharegpt_file_is_sent_as_the_prompts(url, tmp_path):
     result = load_result(tmp_path / "r.json")
     w = result.conditions.workload
     assert w is not None and w.kind == "dataset" and w.name == "dataset:sg.jsonl"
+    # Its perf points say which workload they hold, not the profile's prose.
+    assert result.perf_points
+    assert {pt.conditions.workload for pt in result.perf_points} == {"dataset:sg.jsonl"}
     # The prompts the server saw are the sampled rows' (its token count is their words, and the
     # two of the tag the quick profile puts before each prompt to keep it unique).
     allowed = {3 + i + 2 for i in range(12) if len(f"word{i} " * (3 + i)) <= 80}
