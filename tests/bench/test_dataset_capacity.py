@@ -35,7 +35,7 @@ def test_capacity_asks_its_question_of_a_dataset_workload(url, sharegpt, tmp_pat
     out = tmp_path / "c.json"
     done = rigbook(
         *("capacity", url, "--slo", "per_user_tok_s>=100", "--profile", "quick"),
-        *("--model", "synthetic", "--max-tokens", "8", "--warmup", "0", "--max-concurrency", "2"),
+        *("--model", "synthetic", "--max-tokens", "32", "--warmup", "0", "--max-concurrency", "2"),
         *("--reruns", "0", "--rounds", "1", "--min-requests", "2"),
         *("--workload", f"dataset:{sharegpt}", "--dataset-size", "5", "--seed", "2"),
         *("--out", str(out), "--json"),
@@ -71,7 +71,7 @@ def test_capacity_and_reproduce_refuse_a_trace(url, tmp_path):
 def test_reproduce_benches_the_workload_and_names_it(url, sharegpt, tmp_path):
     recipe = truth_recipe(tmp_path, url, [400.0])
     done = rigbook(
-        *("reproduce", str(recipe), "--yes", "--profile", "quick", "--max-tokens", "8"),
+        *("reproduce", str(recipe), "--yes", "--profile", "quick", "--max-tokens", "32"),
         *("--workload", f"dataset:{sharegpt}", "--dataset-size", "4"),
         *("--requests", "2", "--max-repeats", "3", "--max-level-seconds", "5"),
         *("--out", str(tmp_path / "out"), "--json"),
@@ -82,3 +82,26 @@ def test_reproduce_benches_the_workload_and_names_it(url, sharegpt, tmp_path):
     result = load_result(tmp_path / "out" / "result.json")
     named = result.conditions.workload
     assert named is not None and named.kind == "dataset" and named.name == "dataset:sg.jsonl"
+
+
+def test_capacity_asks_how_many_chat_users_hold_the_slo(url, tmp_path):
+    """A probe at C users is C conversations of the workload's turns; the answer's perf point
+    names the workload."""
+    out = tmp_path / "m.json"
+    done = rigbook(
+        *("capacity", url, "--slo", "per_user_tok_s>=100", "--profile", "quick"),
+        # Replies of 32 tokens: a reply shorter than a client stall gives the client-bound check
+        # an unbounded share (scheduler._rate_moved), which the result cannot hash.
+        *("--model", "synthetic", "--max-tokens", "32", "--warmup", "0", "--max-concurrency", "2"),
+        *("--reruns", "0", "--rounds", "1", "--min-requests", "2", "--workload", "multi-turn"),
+        *("--out", str(out), "--json"),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = load_capacity(out)
+    named = result.bench.conditions.workload
+    assert named is not None and named.kind == "multi-turn"
+    for cell in result.bench.cells:
+        assert len(cell.requests) == cell.concurrency * 4  # every user's four turns
+        assert [t.turn for t in cell.turns] == [1, 2, 3, 4]
+    assert result.perf_points
+    assert {p.conditions.workload for p in result.perf_points} == {"multi-turn"}
