@@ -296,6 +296,21 @@ async def measure_async(
         max_prompt_chars=request.max_prompt_chars,
     )
     workload = resolved.workload
+    levelled = {
+        "--concurrency": request.concurrency,
+        "--requests": request.requests,
+        "--duration": request.duration_s,
+        "--ci-target": request.ci_target_pct,
+        "--max-repeats": request.max_repeats,
+        "--max-level-seconds": request.max_level_s,
+    }
+    if resolved.trace is not None and (given := [k for k, v in levelled.items() if v is not None]):
+        raise InputError(
+            "E_INPUT",
+            f"{', '.join(given)} cannot go with a trace workload: the trace's arrival times set "
+            "its load, in one cell",
+            "Leave them out; --speed scales the trace's pace.",
+        )
     if workload.sessions and request.duration_s is not None:
         raise InputError(
             "E_INPUT",

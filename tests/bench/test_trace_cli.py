@@ -137,6 +137,17 @@ def test_a_bad_trace_row_exits_2_naming_the_line(url, tmp_path):
     assert "Traceback" not in p.stderr
 
 
+def test_level_options_cannot_go_with_a_trace(url, tmp_path):
+    file = tmp_path / "t.csv"
+    file.write_text("at_s,input_tokens,output_tokens\n0,10,4\n")
+    for options in (["--concurrency", "4"], ["--duration", "5"], ["--ci-target", "2"]):
+        p = _bench(url, tmp_path / "r.json", "--workload", f"trace:{file}", *options)
+        assert p.returncode == 2, options
+        err = json.loads(p.stdout)["error"]
+        assert err["code"] == "E_INPUT" and f"{options[0]} cannot go with a trace" in err["message"]
+    assert not (tmp_path / "r.json").exists()
+
+
 @pytest.fixture(scope="module")
 def slow_url():
     # Replies long against any client hiccup, so the cells stay perf points on a loaded machine.
