@@ -177,6 +177,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.repeats import interval_lines
             from rigbook.bench.workers import ceiling
+            from rigbook.bench.workloads.trace import replay_lines
 
             request = MeasureRequest(
                 url=url,
@@ -225,6 +226,8 @@ def register(app: typer.Typer) -> None:
             def render() -> None:
                 for line in interval_lines(result):
                     err_console.print(f"interval: {line}", markup=False, highlight=False)
+                for line in replay_lines(result.cells):
+                    err_console.print(f"trace: {line}", markup=False, highlight=False)
                 render_result(result, done.result_path)
 
             emit(summary, as_json, render)

@@ -225,3 +225,29 @@ def test_percentile_interpolates():
     assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
     assert percentile([0.0, 10.0], 0.99) == pytest.approx(9.9)
     assert json.dumps(percentile([5.0], 0.99)) == "5.0"
+
+
+def test_the_terminal_line_states_lag_and_exact_prompts():
+    from types import SimpleNamespace
+
+    from rigbook.bench.workloads.trace import TraceReplay, replay_lines
+
+    sent = [Sent(index=i, planned=float(i), sent=float(i) + 0.002 * i) for i in range(3)]
+    replay = TraceReplay(
+        source="t.jsonl",
+        sha256="0" * 64,
+        layout="plain",
+        block_tokens=512,
+        speed=2.0,
+        requests_planned=4,
+        requests_sent=3,
+        lag=schedule_lag(sent, limit_ms=50.0, speed=2.0),
+        prompt_tokens_exact=2,
+        prompt_tokens_counted=3,
+        chat_template_tokens=0,
+    )
+    cells = [SimpleNamespace(index=0, trace=None), SimpleNamespace(index=1, trace=replay)]
+    assert replay_lines(cells) == [
+        "cell 1: 3 of 4 requests at speed 2; lag p50 2.00 ms, p99 3.96 ms, max 4.00 ms "
+        "(limit 50 ms); 2 of 3 prompts at the trace's exact length"
+    ]

@@ -342,3 +342,25 @@ def lag_warning(lag: ScheduleLag, cell: int) -> str | None:
         f"{lag.p99_ms:.1f} ms, limit {lag.limit_ms:.0f} ms, max {lag.max_ms:.1f} ms): the server "
         "saw a gentler arrival pattern than the trace's"
     )
+
+
+def replay_lines(cells: Sequence[Any]) -> list[str]:
+    """One line per trace cell for the terminal: its schedule lag and how many prompts were exact."""
+    lines = []
+    for cell in cells:
+        replay: TraceReplay | None = getattr(cell, "trace", None)
+        if replay is None:
+            continue
+        lag = replay.lag
+        said = (
+            f"lag p50 {lag.p50_ms:.2f} ms, p99 {lag.p99_ms:.2f} ms, max {lag.max_ms:.2f} ms "
+            f"(limit {lag.limit_ms:g} ms)"
+            if lag is not None
+            else "no request went out"
+        )
+        lines.append(
+            f"cell {cell.index}: {replay.requests_sent} of {replay.requests_planned} requests at "
+            f"speed {replay.speed:g}; {said}; {replay.prompt_tokens_exact} of "
+            f"{replay.prompt_tokens_counted} prompts at the trace's exact length"
+        )
+    return lines
