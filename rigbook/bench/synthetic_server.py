@@ -23,6 +23,9 @@ them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram, and the ``vllm:num_requests_running`` gauge of
 requests in flight), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
+``--prefix-cache`` models a prefix cache exactly (:mod:`rigbook.bench.synthetic_prefix`): each
+response says its cached prompt tokens, ``/metrics`` counts vLLM's prefix-cache queries and hits, and
+``--prefill-ms-per-token`` makes every uncached prompt token cost TTFT.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
 event of a reply is rendered once and cached as bytes, one timer per process sends the

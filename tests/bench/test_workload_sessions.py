@@ -86,7 +86,9 @@ def test_multi_turn_resends_the_conversation_and_later_turns_hit_the_cache(cache
     # The report draws TTFT by turn and the hit rate (a prose result's has no such chart).
     written = write_report(result, tmp_path / "report", "md")
     assert (tmp_path / "report" / "turns.png") in written.plots
-    assert "turns.png" in written.report.read_text()
+    page = written.report.read_text()
+    assert "turns.png" in page and "workload: **multi-turn v1**" in page
+    assert "| 3 | 4 | 3 |" in page  # concurrency 3, turn 4, 3 requests: the per-turn table
     assert hit_rate(cell) == cache.hit_rate
 
 
