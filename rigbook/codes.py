@@ -74,6 +74,13 @@ class Code(StrEnum):
     E_STREAM_FORMAT = "E_STREAM_FORMAT"
     W_STREAM_BUFFERED = "W_STREAM_BUFFERED"
     W_SPEC_NO_ACCEPTANCE = "W_SPEC_NO_ACCEPTANCE"
+    E_WORKLOAD_MISMATCH = "E_WORKLOAD_MISMATCH"
+    W_PREFIX_CACHE_NONE = "W_PREFIX_CACHE_NONE"
+    W_PREFIX_CACHE_CHECK = "W_PREFIX_CACHE_CHECK"
+    E_TRACE = "E_TRACE"
+    W_TRACE_LAG = "W_TRACE_LAG"
+    E_TRACE_PROMPT = "E_TRACE_PROMPT"
+    E_DATASET = "E_DATASET"
     E_SLO_INVALID = "E_SLO_INVALID"
     W_CAPACITY_LOWER_BOUND = "W_CAPACITY_LOWER_BOUND"
     W_CAPACITY_UNSTABLE = "W_CAPACITY_UNSTABLE"
@@ -572,6 +579,86 @@ _ALL = [
         "the draft the target accepted on these prompts.",
         "Serve /metrics with the engine's speculative counters (llama-server: --metrics; vLLM: "
         "its default /metrics), then bench again; docs/bench.md lists the counters read.",
+    ),
+    _c(
+        Code.E_WORKLOAD_MISMATCH,
+        "error",
+        "InputError",
+        "compare",
+        "The bench results given to compare ran different workloads (name, version or content "
+        "hash differ): their requests were different work, so no ratio of their numbers means "
+        "anything.",
+        "Bench each endpoint with the same --workload and compare those results; each source's "
+        "workload is listed.",
+    ),
+    _c(
+        Code.W_PREFIX_CACHE_NONE,
+        "warning",
+        None,
+        "bench",
+        "A session workload (multi-turn, shared-prefix) ran, but the engine gave no prefix-cache "
+        "reading for a cell: no cached prompt tokens per response and no prefix-cache counters "
+        "in /metrics, so the cell's TTFT cannot be told apart from how much of its prompts the "
+        "engine served from cache.",
+        "Serve the counters (llama-server reports cached tokens in every response; vLLM: its "
+        "default /metrics, or --enable-prompt-tokens-details), then bench again; docs/bench.md "
+        "lists the readings taken.",
+    ),
+    _c(
+        Code.W_PREFIX_CACHE_CHECK,
+        "warning",
+        None,
+        "bench",
+        "The engine's prefix-cache reading contradicts what the workload sent: a cold turn (a "
+        "session's first, with nothing shared before it) was served from cache beyond the chat "
+        "template's opening, or more prompt tokens were cached than the prompt held.",
+        "Make sure nothing else sends requests to the server during the bench; if it persists, "
+        "the engine's counter is wrong: report it with the cell's turns and prefix_cache figures.",
+    ),
+    # bench: trace replay and dataset prompts
+    _c(
+        Code.E_TRACE,
+        "error",
+        "InputError",
+        "bench",
+        "A trace file cannot be replayed: a row is not JSON or CSV, or misses or misstates its "
+        "arrival time, input or output length, or lists more shared blocks than its input holds. "
+        "The message names the line.",
+        "Fix or drop that row; docs/bench.md lists the trace layouts (Mooncake JSONL, plain CSV "
+        "or JSONL) and their fields.",
+    ),
+    _c(
+        Code.W_TRACE_LAG,
+        "warning",
+        None,
+        "bench",
+        "In a trace replay, requests went out later than the trace planned them: the schedule "
+        "lag's p99 is past the stated limit, so the server saw a gentler arrival pattern than "
+        "the trace's.",
+        "Replay at a lower --speed, on a less loaded client machine, or raise --max-lag-ms if "
+        "that lag does not matter to the question asked.",
+    ),
+    _c(
+        Code.E_TRACE_PROMPT,
+        "error",
+        "EndpointError",
+        "bench",
+        "A trace replay could not make prompts of the trace's exact input lengths: the server has "
+        "no tokenizer route (/tokenize) or its tokenizer does not count the filler text as "
+        "expected.",
+        "Serve with the engine's tokenizer route (llama-server and vLLM have /tokenize), or "
+        "bench that server with a profile's prompts instead of a trace.",
+    ),
+    _c(
+        Code.E_DATASET,
+        "error",
+        "InputError",
+        "bench",
+        "A prompt dataset cannot be used: the file is not ShareGPT-layout JSON Lines (a "
+        "conversations list with a human turn), the hub spec is not pinned to a commit, the "
+        "file cannot be fetched, or no conversation passes the length filters.",
+        "Give a ShareGPT JSONL file or hf:OWNER/NAME@<40-hex commit>:PATH, and loosen "
+        "--min-prompt-chars/--max-prompt-chars if every row was filtered out.",
     ),
     # capacity
     _c(

@@ -46,7 +46,10 @@ def perf_point(cell: Cell, cond: Conditions, extra: dict) -> PerfPoint:
         token_count_source=cell.token_count_source,
         bench_tool=cond.bench_tool,
         bench_tool_version=__version__,
-        workload=p.workload,
+        # The profile's content class for prose; any other workload by its own name.
+        workload=p.workload
+        if cond.workload is None or cond.workload.kind == "prose"
+        else cond.workload.name,
         gpu_count=len(names),
         card=_one(names) if names else None,
         power_limit_w_per_gpu=_one(limits) if limits else None,
@@ -129,9 +132,9 @@ def assemble(
     warmup: list[RequestRecord] | None = None,
     intervals: list[LevelInterval] | None = None,
 ) -> BenchResult:
-    """The hashed result. Invalid or client-bound cells, and cells with replies that came in one
-    piece (W_STREAM_BUFFERED: their TTFT is the whole reply), are kept but never become perf
-    points. Warmup records are kept only when none succeeded: they are then the only evidence.
+    """The hashed result. Invalid or client-bound cells, cells with replies that came in one
+    piece (W_STREAM_BUFFERED: their TTFT is the whole reply) and trace replays are kept but never
+    become perf points. Warmup records are kept only when none succeeded: they are then the only evidence.
     With ``intervals`` (repeated cells) each level is one point, the mean of its repeats."""
     if intervals:
         found = [
@@ -145,7 +148,11 @@ def assemble(
         points = [
             perf_point(c, cond, extra or {})
             for c in cells
-            if c.valid and not c.client_bound and not buffered_requests(c.requests)
+            if c.valid
+            and not c.client_bound
+            and not buffered_requests(c.requests)
+            # A trace replay's load is the trace's, not a held concurrency: no point to claim.
+            and c.trace is None
         ]
     failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
     return BenchResult(

@@ -429,16 +429,19 @@ async def stream_chat(
     raw: RawRequest,
     connect_timeout_s: float = 10.0,
     reads: ReadWatch | None = None,
+    protocol: type[_Stream] | None = None,
 ) -> RawRequest:
     """Send one streaming chat request into ``raw``; never raises for a failed request, it says
-    why in ``raw.error``. Cancelling it closes the connection and keeps what had arrived."""
+    why in ``raw.error``. Cancelling it closes the connection and keeps what had arrived.
+    ``protocol``: a subclass of the stream parser that reads more of each event (a session's
+    reply text, rigbook.bench.workloads.sessions)."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future = loop.create_future()
     request = target.request_bytes(body)
     try:
         transport, _ = await asyncio.wait_for(
             loop.create_connection(
-                lambda: _Stream(raw, request, finished, stall_timeout_s, reads),
+                lambda: (protocol or _Stream)(raw, request, finished, stall_timeout_s, reads),
                 target.host,
                 target.port,
                 ssl=target.ssl,

@@ -45,6 +45,11 @@ class MeasureRequest(BaseModel):
         default=None, description="Model id; default: the first the server lists."
     )
     profile: str = "seed"
+    workload: str = Field(
+        default="prose",
+        description="What the requests are: a workload name, or NAME@VERSION "
+        "(rigbook.bench.workloads); prose is the seed's method.",
+    )
     concurrency: list[int] | None = None
     max_tokens: int | None = Field(default=None, ge=1)
     requests: int | None = Field(default=None, ge=1, description="Burst mode: requests per level.")
@@ -85,6 +90,20 @@ class MeasureRequest(BaseModel):
     )
     telemetry: bool = Field(
         default=True, description="Read the rig and GPU telemetry when the endpoint is local."
+    )
+    # trace and dataset workloads (rigbook.bench.workloads.sources)
+    speed: float = Field(default=1.0, gt=0, description="trace: arrival times are divided by this.")
+    max_lag_ms: float = Field(
+        default=50.0, gt=0, description="trace: the p99 schedule lag past which W_TRACE_LAG is due."
+    )
+    block_tokens: int | None = Field(
+        default=None, ge=1, description="trace: tokens per shared block; default Mooncake's 512."
+    )
+    dataset_size: int = Field(default=64, ge=1, description="dataset: prompts sampled.")
+    seed: int = Field(default=0, description="dataset: the sample's seed.")
+    min_prompt_chars: int = Field(default=1, ge=1, description="dataset: shorter prompts dropped.")
+    max_prompt_chars: int | None = Field(
+        default=None, ge=1, description="dataset: longer prompts dropped."
     )
 
 
@@ -251,6 +270,7 @@ async def measure_async(
     from rigbook.bench.journal import journal_path
     from rigbook.bench.profiles import get_profile
     from rigbook.bench.runner import BenchSpec, run_bench
+    from rigbook.bench.workloads.sources import resolve_workload
     from rigbook.endpoint.url import base_url
 
     if request.requests is not None and request.duration_s is not None:
@@ -267,6 +287,44 @@ async def measure_async(
             f"workers {request.workers} is not a positive number of processes",
             "Write e.g. --workers 2, or leave it out for what the concurrency needs.",
         )
+    resolved = resolve_workload(
+        request.workload,
+        speed=request.speed,
+        block_tokens=request.block_tokens,
+        dataset_size=request.dataset_size,
+        seed=request.seed,
+        min_prompt_chars=request.min_prompt_chars,
+        max_prompt_chars=request.max_prompt_chars,
+    )
+    workload = resolved.workload
+    levelled = {
+        "--concurrency": request.concurrency,
+        "--requests": request.requests,
+        "--duration": request.duration_s,
+        "--ci-target": request.ci_target_pct,
+        "--max-repeats": request.max_repeats,
+        "--max-level-seconds": request.max_level_s,
+    }
+    if resolved.trace is not None and (given := [k for k, v in levelled.items() if v is not None]):
+        raise InputError(
+            "E_INPUT",
+            f"{', '.join(given)} cannot go with a trace workload: the trace's arrival times set "
+            "its load, in one cell",
+            "Leave them out; --speed scales the trace's pace.",
+        )
+    if workload.sessions and request.duration_s is not None:
+        raise InputError(
+            "E_INPUT",
+            f"workload {workload.name} runs sessions, which have no sustained mode",
+            "Leave out --duration: a session cell runs each user's turns to their end.",
+        )
+    if workload.sessions and request.client == "compiled":
+        raise InputError(
+            "E_INPUT",
+            f"workload {workload.name} runs sessions, which the compiled client cannot stream "
+            "(it keeps no reply text for the next turn)",
+            "Leave out --client (sessions take the Python client) or pass --client python.",
+        )
     url = base_url(request.url)
     resolve(request.client, Target(url))  # a client that cannot stream it: say so before any I/O
     target = request.out or default_out()
@@ -274,6 +332,11 @@ async def measure_async(
         url=url,
         model=request.model,
         profile=get_profile(request.profile),
+        workload=resolved.workload,
+        trace=resolved.trace,
+        speed=request.speed,
+        max_lag_ms=request.max_lag_ms,
+        prompts=resolved.prompts,
         concurrency=request.concurrency,
         max_tokens=request.max_tokens,
         requests=request.requests,

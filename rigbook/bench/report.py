@@ -16,6 +16,8 @@ from rigbook.bench.curves import curves, left_out_note
 from rigbook.bench.plots import plot_throughput, plot_ttft
 from rigbook.bench.repeats import interval_lines
 from rigbook.bench.result import BenchResult
+from rigbook.bench.workloads.plots import has_turns, plot_turns
+from rigbook.bench.workloads.trace_chart import plot_schedule_lag
 
 # What each chart shows, as its alt text and caption (docs/report.md has the longer story).
 CAPTIONS = {
@@ -23,6 +25,9 @@ CAPTIONS = {
     "distribution.png": "each request's decode rate, one strip per cell",
     "throughput.png": "throughput {unit} against tok/s per user, each point labelled with its concurrency",
     "ttft.png": "TTFT p50 and p99 against concurrency",
+    "turns.png": "session workloads: TTFT p50 by turn per cell, and the prefix-cache hit rate "
+    "by concurrency",
+    "schedule-lag.png": "trace replay: each request's schedule lag against its planned time",
 }
 
 
@@ -85,8 +90,9 @@ def _plot_distribution(result: BenchResult, path: Path) -> Path:
 
 
 def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
-    """Write ``rates.png``, ``distribution.png``, ``throughput.png``, ``ttft.png`` and ``report.md`` or
-    ``report.html`` into ``out_dir`` (docs/report.md says what each chart shows)."""
+    """Write ``rates.png``, ``distribution.png``, ``throughput.png``, ``ttft.png`` (and, for a
+    session workload, ``turns.png``) and ``report.md`` or ``report.html`` into ``out_dir``
+    (docs/report.md says what each chart shows)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = curves(result)
     model = result.conditions.model
@@ -95,6 +101,11 @@ def write_report(result: BenchResult, out_dir: Path, fmt: str) -> Written:
         _plot_distribution(result, out_dir / "distribution.png"),
         plot_throughput(drawn, model, out_dir / "throughput.png"),
         plot_ttft(drawn, model, out_dir / "ttft.png"),
+    ]
+    if has_turns(result):
+        plots.append(plot_turns(result, out_dir / "turns.png"))
+    plots += [
+        plot_schedule_lag(c.trace, out_dir / "schedule-lag.png") for c in result.cells if c.trace
     ]
     env = Environment(
         loader=PackageLoader("rigbook.bench", "templates"),

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rigbook import hashing
 from rigbook.bench.intervals import Interval
+from rigbook.bench.workloads.model import WorkloadRef
+from rigbook.bench.workloads.trace import TraceReplay
 from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
@@ -105,6 +107,17 @@ class RequestRecord(Model):
     )
     accepted_draft_tokens: int | None = Field(
         default=None, description="Of those, the tokens the target accepted (draft_n_accepted)."
+    )
+    user: int | None = Field(
+        default=None, description="Session workloads: the user (0, 1, …) who sent it."
+    )
+    turn: int | None = Field(
+        default=None, description="Session workloads: the user's turn, 1 for their first."
+    )
+    cached_prompt_tokens: int | None = Field(
+        default=None,
+        description="Prompt tokens the engine served from its prefix cache, as its response said "
+        "(usage.prompt_tokens_details.cached_tokens, or llama-server's timings.cache_n).",
     )
 
 
@@ -391,6 +404,62 @@ class Speculation(Model):
     )
 
 
+class TurnStats(Model):
+    """A session workload's requests of one turn number within a cell (every user's turn N)."""
+
+    turn: int = Field(description="1 for each user's first turn.")
+    requests: int = Field(description="Completed requests of this turn.")
+    ttft_ms: Distribution
+    prompt_tokens: Distribution
+    cached_prompt_tokens: Distribution = Field(
+        description="As the engine's responses said; empty where they said nothing."
+    )
+    ttft_ms_per_prompt_token: float | None = Field(
+        default=None,
+        description="Median over requests of TTFT / prompt tokens: what a prompt token cost to "
+        "first token, lower where the cache served it.",
+    )
+    per_request_decode_tok_s: Distribution
+
+
+class PrefixCache(Model):
+    """How much of a cell's prompts the engine served from its prefix cache, by its own readings,
+    cross-checked against what the workload sent."""
+
+    responses: int = Field(description="Completed requests that said how many tokens were cached.")
+    requests: int = Field(description="Completed requests of the cell.")
+    prompt_tokens: int | None = Field(
+        default=None, description="Their prompt tokens, summed (the responses that said both)."
+    )
+    cached_prompt_tokens: int | None = Field(
+        default=None, description="Their cached prompt tokens, summed."
+    )
+    hit_rate: float | None = Field(
+        default=None, description="cached_prompt_tokens / prompt_tokens."
+    )
+    engine_queries: float | None = Field(
+        default=None,
+        description="vLLM: prompt tokens its prefix cache was asked for over the cell "
+        "(vllm:prefix_cache_queries in /metrics).",
+    )
+    engine_hits: float | None = Field(
+        default=None, description="vLLM: of those, the tokens it served (vllm:prefix_cache_hits)."
+    )
+    engine_hit_rate: float | None = Field(default=None, description="engine_hits / engine_queries.")
+    cold_requests: int = Field(
+        default=0,
+        description="Requests that nothing sent before could share beyond the chat template's "
+        "opening (each session's first turn, where its prompt starts with its own tag).",
+    )
+    cold_cached_max: int | None = Field(
+        default=None, description="The most cached tokens any cold request's response said."
+    )
+    contradictions: list[str] = Field(
+        default_factory=list,
+        description="Where the readings contradict the workload (W_PREFIX_CACHE_CHECK).",
+    )
+
+
 class Cell(Model):
     """One measurement: a concurrency level in one mode."""
 
@@ -421,6 +490,21 @@ class Cell(Model):
         default=None,
         description="Which repeat of its level this cell is (0, 1, …) when the run repeats cells "
         "for an interval; None when each level ran once.",
+    )
+    workload: str | None = Field(
+        default=None,
+        description="The workload the cell ran, as 'name vN (hash)'; absent in results written "
+        "before workloads (prose v1).",
+    )
+    turns: list[TurnStats] = Field(
+        default_factory=list, description="Session workloads: the figures of each turn number."
+    )
+    prefix_cache: PrefixCache | None = Field(
+        default=None, description="Session workloads: the engine's prefix-cache readings."
+    )
+    trace: TraceReplay | None = Field(
+        default=None,
+        description="Trace workloads: what the replay sent and how late (schedule lag).",
     )
 
 
@@ -477,6 +561,11 @@ class Conditions(Model):
     rig: RigSummary | None = None
     rig_unavailable: str | None = Field(default=None, description="Why no rig summary was taken.")
     profile: ProfileRef
+    workload: WorkloadRef | None = Field(
+        default=None,
+        description="What the requests were (rigbook.bench.workloads); absent in results "
+        "written before workloads, which ran prose v1.",
+    )
     mode: Literal["burst", "sustained"]
     bench_tool: str = "rigbook"
     rigbook_version: str
@@ -577,6 +666,13 @@ LATER_FIELDS = frozenset(
         "per_request",
         "draft_tokens",
         "accepted_draft_tokens",
+        "workload",
+        "user",
+        "turn",
+        "cached_prompt_tokens",
+        "turns",
+        "prefix_cache",
+        "trace",
     }
 )
 

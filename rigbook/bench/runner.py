@@ -48,6 +48,11 @@ from rigbook.bench.scheduler import (
 )
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
+from rigbook.bench.workloads import cache as prefix
+from rigbook.bench.workloads.model import Workload, default_workload
+from rigbook.bench.workloads.sessions import SessionClient, Sessions
+from rigbook.bench.workloads.trace import Trace
+from rigbook.bench.workloads.trace_run import DEFAULT_MAX_LAG_MS, replay_cell
 from rigbook.endpoint.discover import discover
 from rigbook.errors import EndpointError
 from rigbook.rig.model import RigSummary
@@ -64,6 +69,14 @@ class BenchSpec(BaseModel):
     url: str
     model: str | None = None
     profile: Profile
+    # What the requests are (rigbook.bench.workloads); None: prose v1, the seed's method.
+    workload: Workload | None = None
+    # trace workloads: the trace, its speed and the p99 lag past which W_TRACE_LAG is due;
+    # dataset workloads: the prompts (rigbook.bench.workloads.sources)
+    trace: Trace | None = None
+    speed: float = 1.0
+    max_lag_ms: float = DEFAULT_MAX_LAG_MS
+    prompts: tuple[str, ...] | None = None
     concurrency: list[int] | None = None
     max_tokens: int | None = None
     requests: int | None = None
@@ -162,11 +175,12 @@ async def _run(
     stop: asyncio.Event,
 ) -> BenchResult:
     p = spec.profile
-    levels = spec.concurrency or list(p.concurrency)
+    # A trace replay is one cell whose load the trace sets: no levels, no worker processes.
+    levels = [1] if spec.trace is not None else spec.concurrency or list(p.concurrency)
     max_tokens = spec.max_tokens or p.max_tokens
     mode = "sustained" if spec.duration_s is not None else p.mode
     stall = spec.stall_timeout_s or p.stall_timeout_s
-    prompts = p.prompts()
+    prompts = list(spec.prompts) if spec.prompts else p.prompts()
     model = spec.model or (info.models[0] if info.models else None)
     if model is None or (info.models and model not in info.models):
         raise EndpointError(
@@ -190,6 +204,7 @@ async def _run(
         rig=rig,
         rig_unavailable=rig_unavailable,
         profile=profile_ref(spec),
+        workload=(spec.workload or default_workload()).ref(),
         mode=mode,
         rigbook_version=__version__,
         started_at=_now_iso(),
@@ -199,7 +214,9 @@ async def _run(
     journal = Journal(jpath)
     journal.write("start", conditions=cond, extra=spec.extra)
     target = Target(spec.url)
-    kind = resolve(spec.client, target)
+    workload = spec.workload or default_workload()
+    # Sessions stream through the Python client, which keeps each reply's text for the next turn.
+    kind = "python" if workload.sessions else resolve(spec.client, target)
     bodies = RequestBodies(p, model, prompts, max_tokens)
     plan = CellPlan(
         target=target,
@@ -211,10 +228,11 @@ async def _run(
         metrics=client,
         url=spec.url,
         client=kind,
+        sessions=Sessions(workload, p, model, max_tokens) if workload.sessions else None,
     )
 
     # Worker processes only when some cell needs more than this one (rigbook.bench.workers).
-    size = max(cell_workers(c, spec.workers) for c in levels)
+    size = 1 if workload.sessions else max(cell_workers(c, spec.workers) for c in levels)
     pool = (
         WorkerPool(size, url=spec.url, bodies=bodies, stall_s=stall, client=kind)
         if size > 1
@@ -237,6 +255,28 @@ async def _run(
             # Everything alive now lives for the whole run: keep the collector from walking it.
             gc.collect()
             gc.freeze()
+            if spec.trace is not None:
+                cell, lines = await replay_cell(
+                    spec.trace,
+                    profile=p,
+                    model=model,
+                    url=spec.url,
+                    client_kind=kind,
+                    stall_s=stall,
+                    speed=spec.speed,
+                    max_lag_ms=spec.max_lag_ms,
+                    metrics=client,
+                    sampler=sampler,
+                    journal=journal,
+                    stop=stop,
+                    progress=progress,
+                )
+                cell = cell.model_copy(
+                    update={"workload": (spec.workload or default_workload()).ref().key()}
+                )
+                cells.append(cell)
+                warnings += _cell_warnings(cell, spec.extra.get("speculative_method")) + lines
+                levels = []
             for conc in levels:
                 if stop.is_set():
                     break
@@ -303,6 +343,23 @@ def _cell_warnings(cell: Cell, speculative_method: str | None) -> list[str]:
         )
     if cell.speculation is None and speculation.declared(speculative_method):
         found.append(speculation.missing_warning(cell.index, cell.concurrency, speculative_method))
+    cache = cell.prefix_cache
+    if cache is not None and cache.requests and not prefix.has_reading(cache):
+        found.append(
+            f"W_PREFIX_CACHE_NONE: cell {cell.index} (concurrency {cell.concurrency}): the "
+            "engine said nothing of its prefix cache (no cached tokens in its responses, no "
+            "prefix-cache counters in /metrics)"
+        )
+    if cache is not None and cache.contradictions:
+        found.append(
+            f"W_PREFIX_CACHE_CHECK: cell {cell.index} (concurrency {cell.concurrency}): "
+            + "; ".join(cache.contradictions[:3])
+            + (
+                f" (and {len(cache.contradictions) - 3} more)"
+                if len(cache.contradictions) > 3
+                else ""
+            )
+        )
     return found
 
 
@@ -325,13 +382,17 @@ class CellPlan:
         metrics: httpx.AsyncClient,
         url: str,
         client: Literal["compiled", "python"] = "python",
+        sessions: Sessions | None = None,
     ) -> None:
         self.target, self.bodies, self.stall_s = target, bodies, stall_s
         self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
         self.metrics, self.url, self.client = metrics, url, client
+        self.sessions = sessions
 
     def open_client(self) -> CellClient:
         """A client for one cell or the warmup, on the running loop; ``close()`` it after."""
+        if self.sessions is not None:
+            return SessionClient(self.target, self.stall_s)
         return open_client(self.client, self.target, self.stall_s)
 
     def sender(self, client: CellClient):
@@ -355,7 +416,7 @@ class CellPlan:
     ) -> RequestRecord:
         """Request ``index``'s record; its prompt is ``index mod prompts`` unless said otherwise
         (worker processes number sustained requests after they were sent)."""
-        return to_record(
+        record = to_record(
             raw,
             cell=cell,
             index=index,
@@ -365,6 +426,7 @@ class CellPlan:
             hold_length=self.hold_length,
             window=window,
         )
+        return record if self.sessions is None else self.sessions.annotate(record, raw)
 
 
 async def _warmup(
@@ -409,6 +471,9 @@ async def _measure_cell(
     p, mode = spec.profile, plan.mode
     workers = cell_workers(conc, spec.workers) if pool is not None else 1
     requests = max(spec.requests or p.requests_per_level, conc) if mode == "burst" else None
+    sessions = plan.sessions
+    if sessions is not None:  # every user's every turn
+        requests = conc * sessions.workload.turns
     duration = (spec.duration_s or p.duration_s) if mode == "sustained" else None
     journal.write(
         "cell_start",
@@ -503,7 +568,10 @@ async def _measure_cell(
         else:
             send = plan.sender(streams)
             streams.start()
-            if requests is not None:
+            if sessions is not None:
+                assert isinstance(streams, SessionClient)
+                await sessions.run_cell(streams, on_done, cell=index, users=conc, stop=stop)
+            elif requests is not None:
                 await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)
             elif duration is not None:
                 edges = await run_sustained(
@@ -540,6 +608,16 @@ async def _measure_cell(
         client_prompt_tokens=sum(prompt) if prompt and len(prompt) == len(records) else None,
         judged=mode == "burst" and not stop.is_set(),
     )
+    turns, cache = [], None
+    if sessions is not None:
+        turns = prefix.turn_stats(records)
+        cache = prefix.prefix_cache(
+            records,
+            cold={t + 1 for t in range(sessions.workload.turns) if sessions.cold(t)},
+            cold_head_tokens=sessions.COLD_HEAD_TOKENS,
+            before=counted.prefix_cache if counted else None,
+            after=counted_after.prefix_cache if counted_after else None,
+        )
     cell = build_cell(
         index=index,
         mode=mode,
@@ -558,6 +636,9 @@ async def _measure_cell(
             "speculation": speculation.with_requests(
                 server_metrics.acceptance(counted, counted_after), records
             ),
+            "workload": (spec.workload or default_workload()).ref().key(),
+            "turns": turns,
+            "prefix_cache": cache,
         }
     )
     journal.write("cell_end", cell=cell.model_dump(mode="json", exclude={"requests"}))

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigbook.bench.result import ServerCounts, Speculation
 from rigbook.bench.speculation import SpecCounters, over_cell
 from rigbook.bench.speculation import parse as parse_speculation
+from rigbook.bench.workloads.cache import CacheCounters
+from rigbook.bench.workloads.cache import parse_counters as parse_prefix_cache
 
 # engine -> (generated tokens, prompt tokens, TTFT histogram or None), as each engine names them
 ENGINES: dict[str, tuple[str, str, str | None]] = {
@@ -45,6 +47,9 @@ class Snapshot(BaseModel):
     ttft_count: float | None = None
     speculation: SpecCounters | None = Field(
         default=None, description="Drafted and accepted tokens, where a speculator is counted."
+    )
+    prefix_cache: CacheCounters | None = Field(
+        default=None, description="vLLM's prefix-cache queries and hits, where it counts them."
     )
 
 
@@ -76,6 +81,7 @@ def parse(text: str) -> Snapshot | None:
                 ttft_sum_s=values.get(f"{ttft}_sum") if ttft else None,
                 ttft_count=values.get(f"{ttft}_count") if ttft else None,
                 speculation=parse_speculation(engine, families),
+                prefix_cache=parse_prefix_cache(families),
             )
     return None
 

@@ -120,6 +120,7 @@ class Served:
     counts: array = field(default_factory=lambda: array("l"))  # tokens each chunk carried
     fault: str | None = None
     completed: bool = False
+    cached_tokens: int | None = None  # prompt tokens its prefix cache held (--prefix-cache)
 
     def to_dict(self) -> dict:
         tokens = sum(self.counts)
@@ -146,4 +147,5 @@ class Served:
             "fault": self.fault,
             "completed": self.completed,
             "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
         }

@@ -15,7 +15,7 @@ request it cannot read is answered 400. Each model id is a scenario:
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
 a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
-``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
+``POST /tokenize`` counts a prompt's words, its tokens. ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
 when the kernel received it (:mod:`rigbook.bench.synthetic_accept`) and when the server read it, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
@@ -24,6 +24,9 @@ them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram, and the ``vllm:num_requests_running`` gauge of
 requests in flight), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
+``--prefix-cache`` models a prefix cache exactly (:mod:`rigbook.bench.synthetic_prefix`): each
+response says its cached prompt tokens, ``/metrics`` counts vLLM's prefix-cache queries and hits, and
+``--prefill-ms-per-token`` makes every uncached prompt token cost TTFT.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
 event of a reply is rendered once and cached as bytes, one timer per process sends the
@@ -49,6 +52,7 @@ from typing import NamedTuple
 from rigbook.bench.synthetic_accept import listener, serve_stamped
 from rigbook.bench.synthetic_curves import Curve
 from rigbook.bench.synthetic_pacer import Pacer, Stream
+from rigbook.bench.synthetic_prefix import PrefixCache
 from rigbook.bench.synthetic_record import FLAVORS, Counters, Served
 
 SCENARIOS = (
@@ -84,6 +88,10 @@ class Config:
     fault_every: int = 3
     curve: Curve | None = None  # a known load curve (synthetic_curves) in place of rate and falloff
     metrics_flavor: str = "vllm"
+    # A prefix cache (synthetic_prefix): responses say their cached prompt tokens, and each
+    # uncached prompt token adds this much to the TTFT.
+    prefix_cache: bool = False
+    prefill_s_per_token: float = 0.0
 
 
 class ChatRequest(NamedTuple):
@@ -93,6 +101,7 @@ class ChatRequest(NamedTuple):
     stream: bool
     max_tokens: int
     prompt_tokens: int  # words of the prompt
+    words: tuple[str, ...] = ()  # the prompt's words in order: its tokens, for the prefix cache
 
     @classmethod
     def parse(cls, body: bytes) -> ChatRequest:
@@ -103,16 +112,18 @@ class ChatRequest(NamedTuple):
         the second form of both.
         """
         req = json.loads(body or b"{}")
-        words = 0
+        words: list[str] = []
         for message in req.get("messages", []):
             content = message.get("content") or ""
             texts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
-            words += sum(len(t.split()) for t in texts)
+            for t in texts:
+                words += t.split()
         return cls(
             model=req.get("model", "synthetic"),
             stream=bool(req.get("stream")),
             max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 16),
-            prompt_tokens=words,
+            prompt_tokens=len(words),
+            words=tuple(words),
         )
 
 
@@ -136,6 +147,7 @@ class SyntheticServer:
         self._factors = self.config.curve.factors() if self.config.curve else None
         self._pacer = Pacer(self._rate, self.counters)
         self._accepting: asyncio.Task | None = None
+        self.prefix = PrefixCache() if self.config.prefix_cache else None
 
     async def serve(self, host: str = "127.0.0.1", port: int = 0, reuse_port: bool = False) -> None:
         """Listen on ``host:port`` (0: a free port, then ``self.port`` says which) and return; the
@@ -180,8 +192,15 @@ class SyntheticServer:
                 await self._json(writer, self.counters.sent())
             elif method == "GET" and path == "/health":
                 await self._json(writer, {"status": "ok"})
+            elif method == "POST" and path == "/tokenize":
+                # Its tokens are a prompt's words, as it counts them in usage (vLLM's answer form).
+                req = json.loads(body or b"{}")
+                words = str(req.get("prompt", req.get("content", ""))).split()
+                await self._json(writer, {"count": len(words), "tokens": list(range(len(words)))})
             elif method == "GET" and path == "/metrics":
                 data = self.counters.render(self.config.metrics_flavor) + self._in_flight()
+                if self.prefix is not None and self.config.metrics_flavor == "vllm":
+                    data += self.prefix.render()
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
                     b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data) + data
@@ -278,6 +297,10 @@ class SyntheticServer:
         if self.keep_record:
             self.record.append(served)
         total = chat.max_tokens // 2 if fault == "early-eos" else chat.max_tokens
+        prefill = 0.0
+        if self.prefix is not None:
+            served.cached_tokens = self.prefix.take(chat.words)
+            prefill = cfg.prefill_s_per_token * (chat.prompt_tokens - served.cached_tokens)
         if not chat.stream:
             # A plain (non-streamed) completion, as some clients send to warm up: the same timing,
             # one JSON answer at the end.
@@ -316,6 +339,7 @@ class SyntheticServer:
             served.prompt_tokens,
             cfg.reasoning_tokens if model == "synthetic-reasoning" else 0,
             fault == "early-eos",
+            served.cached_tokens,
         )
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -339,7 +363,9 @@ class SyntheticServer:
         eof = asyncio.ensure_future(reader.read(1))
         eof.add_done_callback(hung_up)
         try:
-            await asyncio.sleep(curve.ttft(self.active) + spike if curve else cfg.ttft_s)
+            await asyncio.sleep(
+                (curve.ttft(self.active) + spike if curve else cfg.ttft_s) + prefill
+            )
             stream = Stream(
                 writer.transport,
                 events.chunks,
@@ -357,6 +383,8 @@ class SyntheticServer:
             writer.write(events.tail)
             await writer.drain()
             served.completed = True
+            if self.prefix is not None:
+                self.prefix.keep(chat.words + ("tok",) * stream.sent)
         except ConnectionError:
             pass
         finally:
@@ -430,6 +458,7 @@ def _events(
     prompt_tokens: int,
     reasoning: int,
     early_eos: bool,
+    cached_tokens: int | None = None,
 ) -> _Rendered:
     """Render a reply once; replies of the same shape share it."""
     usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
@@ -473,7 +502,13 @@ def _events(
                     "completion_tokens": sent,
                     "total_tokens": prompt_tokens + sent,
                     "completion_tokens_details": {"reasoning_tokens": min(reasoning, sent)},
-                },
+                }
+                # As llama-server and vLLM (--enable-prompt-tokens-details) say it.
+                | (
+                    {"prompt_tokens_details": {"cached_tokens": cached_tokens}}
+                    if cached_tokens is not None
+                    else {}
+                ),
             }
         )
     return _Rendered(chunks, counts, tail + b"data: [DONE]\n\n")
@@ -544,6 +579,18 @@ def main() -> None:
         default=None,
         help='a known load curve as JSON, e.g. \'{"shape": "cliff", "knee": 12}\'',
     )
+    ap.add_argument(
+        "--prefix-cache",
+        action="store_true",
+        help="model a prefix cache: responses say their cached prompt tokens, /metrics (vllm "
+        "flavor) counts vllm:prefix_cache_queries and _hits",
+    )
+    ap.add_argument(
+        "--prefill-ms-per-token",
+        type=float,
+        default=0.0,
+        help="with --prefix-cache: each uncached prompt token adds this to the TTFT",
+    )
     args = ap.parse_args()
     config = Config(
         rate_tok_s=args.rate,
@@ -554,6 +601,8 @@ def main() -> None:
         metrics_flavor=args.metrics_flavor,
         fault_every=args.fault_every,
         curve=args.curve,
+        prefix_cache=args.prefix_cache,
+        prefill_s_per_token=args.prefill_ms_per_token / 1000.0,
     )
     counters = Counters()
     if args.processes <= 1:

@@ -65,6 +65,45 @@ def register(app: typer.Typer) -> None:
         profile: str = typer.Option(
             "seed", "--profile", help="Bench profile: seed (default) or quick."
         ),
+        workload: str = typer.Option(
+            "prose",
+            "--workload",
+            help="What the requests are: prose (default, the seed's method), multi-turn, "
+            "shared-prefix or unique-prefix; NAME@VERSION for an older version; trace:FILE "
+            "replays a request trace; dataset:FILE or dataset:hf:OWNER/NAME@COMMIT:PATH sends a "
+            "ShareGPT-layout dataset's prompts.",
+        ),
+        speed: float = typer.Option(
+            1.0,
+            "--speed",
+            min=0.001,
+            help="--workload trace:FILE: replay this many times faster than the trace (0.5: "
+            "half as fast).",
+        ),
+        max_lag_ms: float = typer.Option(
+            50.0,
+            "--max-lag-ms",
+            min=0.001,
+            help="--workload trace:FILE: the p99 schedule lag past which the cell is flagged "
+            "W_TRACE_LAG.",
+        ),
+        block_tokens: int = typer.Option(
+            None,
+            "--block-tokens",
+            min=1,
+            help="--workload trace:FILE: tokens per shared block (hash_ids) (default: 512, "
+            "Mooncake's).",
+        ),
+        dataset_size: int = typer.Option(
+            64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
+        ),
+        seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
+        min_prompt_chars: int = typer.Option(
+            1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
+        ),
+        max_prompt_chars: int = typer.Option(
+            None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
+        ),
         concurrency: str = typer.Option(
             None,
             "--concurrency",
@@ -138,11 +177,20 @@ def register(app: typer.Typer) -> None:
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.repeats import interval_lines
             from rigbook.bench.workers import ceiling
+            from rigbook.bench.workloads.trace import replay_lines
 
             request = MeasureRequest(
                 url=url,
                 model=model,
                 profile=profile,
+                workload=workload,
+                speed=speed,
+                max_lag_ms=max_lag_ms,
+                block_tokens=block_tokens,
+                dataset_size=dataset_size,
+                seed=seed,
+                min_prompt_chars=min_prompt_chars,
+                max_prompt_chars=max_prompt_chars,
                 concurrency=_levels(concurrency),
                 max_tokens=max_tokens,
                 requests=requests,
@@ -178,6 +226,8 @@ def register(app: typer.Typer) -> None:
             def render() -> None:
                 for line in interval_lines(result):
                     err_console.print(f"interval: {line}", markup=False, highlight=False)
+                for line in replay_lines(result.cells):
+                    err_console.print(f"trace: {line}", markup=False, highlight=False)
                 render_result(result, done.result_path)
 
             emit(summary, as_json, render)

@@ -27,6 +27,23 @@ def register(app: typer.Typer) -> None:
             "seed", "--profile", help="Bench profile: seed (default) or quick."
         ),
         model: str = typer.Option(None, "--model", help="Model id (default: the first served)."),
+        workload: str = typer.Option(
+            "prose",
+            "--workload",
+            help="What each probe's requests are, as for `rigbook bench`: prose (default), "
+            "multi-turn, shared-prefix, unique-prefix or dataset:FILE|dataset:hf:…; a probe of "
+            "N users is N sessions. A trace sets its own load, so it cannot be searched.",
+        ),
+        dataset_size: int = typer.Option(
+            64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
+        ),
+        seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
+        min_prompt_chars: int = typer.Option(
+            1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
+        ),
+        max_prompt_chars: int = typer.Option(
+            None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
+        ),
         max_concurrency: int = typer.Option(
             256, "--max-concurrency", min=1, max=4096, help="Never probe more users than this."
         ),
@@ -99,6 +116,7 @@ def register(app: typer.Typer) -> None:
         with handled(as_json):
             from rigbook.bench import MeasureRequest
             from rigbook.bench.progress import LiveProgress
+            from rigbook.bench.workloads.sources import searchable
             from rigbook.capacity import CapacitySpec, SearchSettings, capacity, parse_slo
             from rigbook.capacity.present import detail_lines, probe_line, probe_table, summary
             from rigbook.capacity.serve import serving
@@ -107,6 +125,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.ports import parse_port
 
             terms = parse_slo(slo)
+            searchable(workload, "capacity")
             if url is None and recipe is None:
                 raise InputError(
                     "E_INPUT",
@@ -133,6 +152,11 @@ def register(app: typer.Typer) -> None:
                     url=served.url,
                     model=model,
                     profile=profile,
+                    workload=workload,
+                    dataset_size=dataset_size,
+                    seed=seed,
+                    min_prompt_chars=min_prompt_chars,
+                    max_prompt_chars=max_prompt_chars,
                     max_tokens=max_tokens,
                     warmup=warmup,
                     stall_timeout_s=stall_timeout,

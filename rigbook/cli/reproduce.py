@@ -87,6 +87,23 @@ def reproduce(
     profile: str = typer.Option(
         None, "--profile", help="Bench profile (default: seed, the seed guide's conditions)."
     ),
+    workload: str = typer.Option(
+        "prose",
+        "--workload",
+        help="What the bench's requests are, as for `rigbook bench`: prose (default, the seed's "
+        "method), multi-turn, shared-prefix, unique-prefix or dataset:FILE|dataset:hf:…; a claim "
+        "is compared only with a run of its own workload.",
+    ),
+    dataset_size: int = typer.Option(
+        64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
+    ),
+    seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
+    min_prompt_chars: int = typer.Option(
+        1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
+    ),
+    max_prompt_chars: int = typer.Option(
+        None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
+    ),
     concurrency: str = typer.Option(
         None, "--concurrency", help="Levels, e.g. 1,4 (default: the claims' levels)."
     ),
@@ -163,6 +180,11 @@ def reproduce(
             recipe=recipe,
             out_dir=out,
             profile=profile,
+            workload=workload,
+            dataset_size=dataset_size,
+            seed=seed,
+            min_prompt_chars=min_prompt_chars,
+            max_prompt_chars=max_prompt_chars,
             concurrency=_levels(concurrency),
             max_tokens=max_tokens,
             requests=requests,

@@ -24,7 +24,7 @@ from rigbook.compare.rules import (
     judge,
     same_context,
 )
-from rigbook.compare.sources import load_source
+from rigbook.compare.sources import load_source, require_points
 from rigbook.compare.verdict import aspect_verdicts, summarise
 from rigbook.errors import InputError
 
@@ -185,9 +185,25 @@ def _why_nothing_lines_up(sources: list[Source]) -> tuple[str, str]:
     )
 
 
+def same_workload(sources: list[Source]) -> None:
+    """Refuse (``E_WORKLOAD_MISMATCH``) results that ran different workloads."""
+    ran = {s.workload for s in sources if s.workload is not None}
+    if len(ran) > 1:
+        # Different requests measure different work: a multi-turn chat's TTFT rides on the
+        # prefix cache, a prose burst's does not. No rule's caveat makes their ratio mean anything.
+        raise InputError(
+            "E_WORKLOAD_MISMATCH",
+            f"the results ran different workloads: {', '.join(sorted(ran))}",
+            "Compare results of one workload: bench each endpoint with the same --workload "
+            "(`rigbook bench URL --workload NAME`).",
+            details=[f"{s.name}: {s.workload}" for s in sources if s.workload is not None],
+        )
+
+
 def compare_sources(sources: list[Source]) -> Comparison:
     """Every pair of sources; at least one pair must line up somewhere."""
     sources = distinct_names(sources)
+    same_workload(sources)
     pairs = [compare_pair(a, b) for a, b in combinations(sources, 2)]
     slos = {p.slo for s in sources for p in s.points if p.slo is not None}
     if not any(p.points or p.quality for p in pairs) and slos:
@@ -223,4 +239,7 @@ def compare_refs(refs: list[str]) -> Comparison:
             f"compare needs at least two sources, got {len(refs)}",
             "Give two or more bench result files, recipe files or catalog slugs.",
         )
-    return compare_sources([load_source(r) for r in refs])
+    sources = [load_source(r, points=False) for r in refs]
+    # A different workload is the first thing to say, even of a result with no perf point.
+    same_workload(sources)
+    return compare_sources([require_points(s) for s in sources])

@@ -59,6 +59,10 @@ class Source(BaseModel):
     content_hash: str | None = Field(
         default=None, description="A bench result's verified content hash."
     )
+    workload: str | None = Field(
+        default=None,
+        description="Bench and capacity results: the workload they ran, 'name vN (hash)'.",
+    )
     points: list[ComparedPoint]
     skipped: list[str] = Field(default_factory=list, description="Perf points left out, and why.")
     quality: list[QualityPoint] = Field(

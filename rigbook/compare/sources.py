@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rigbook.bench.result import BenchResult, load_result
+from rigbook.bench.workloads.model import workload_of
 from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
 from rigbook.compare.model import ComparedConditions, ComparedPoint, QualityPoint, Source
 from rigbook.errors import InputError, RigbookError
@@ -149,7 +150,10 @@ def _run_defaults(result: BenchResult) -> dict:
         "reply_tokens": c.profile.max_tokens,
         "reply_length_held": c.profile.reply_length_held,
         "thinking": c.profile.thinking,
-        "workload": c.profile.workload,
+        # A prose run's content class is the profile's; a session workload is its own.
+        "workload": c.profile.workload
+        if workload_of(c.workload).kind == "prose"
+        else workload_of(c.workload).name,
         "gpu_count": len(result.telemetry.gpus)
         if result.telemetry.available and result.telemetry.gpus
         else None,
@@ -211,6 +215,7 @@ def source_from_result(ref: str, result: BenchResult) -> Source:
         name=Path(ref).name,
         model=result.conditions.model,
         content_hash=result.content_hash,
+        workload=workload_of(result.conditions.workload).key(),
         points=points,
         skipped=skipped,
     )
@@ -238,6 +243,7 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
         name=Path(ref).name,
         model=bench.conditions.model,
         content_hash=result.content_hash,
+        workload=workload_of(bench.conditions.workload).key(),
         points=points,
         skipped=skipped,
     )
@@ -264,8 +270,9 @@ def _looks_like_recipe(ref: str) -> bool:
     return isinstance(data, dict) and "slug" in data
 
 
-def load_source(ref: str) -> Source:
-    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog slug."""
+def load_source(ref: str, *, points: bool = True) -> Source:
+    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog
+    slug. ``points``: refuse a source with nothing to compare (:func:`require_points`)."""
     if quality_result.peek_kind(Path(ref)) in (
         quality_result.NEEDLE_KIND,
         quality_result.AGREE_KIND,
@@ -294,10 +301,15 @@ def load_source(ref: str) -> Source:
                 details=exc.details,
             ) from None
         source = source_from_recipe(ref, recipe)
+    return require_points(source) if points else source
+
+
+def require_points(source: Source) -> Source:
+    """The source, if it has a perf point or a quality point to compare; else ``E_INPUT``."""
     if not source.points and not source.quality:
         raise InputError(
             "E_INPUT",
-            f"{ref} has no perf point with a concurrency and a number to compare",
+            f"{source.ref} has no perf point with a concurrency and a number to compare",
             "Measure it with `rigbook bench`, or pick a recipe with published numbers.",
             details=source.skipped,
         )

@@ -50,6 +50,15 @@ class ReproduceRequest(BaseModel):
         description="The folder for everything the run leaves; default under RIGBOOK_HOME.",
     )
     profile: str | None = Field(default=None, description="Bench profile; default seed.")
+    workload: str = Field(
+        default="prose",
+        description="What the bench's requests are (rigbook.bench.workloads.sources); a trace is "
+        "refused: it has no levels to repeat.",
+    )
+    dataset_size: int = Field(default=64, ge=1, description="dataset workloads: prompts sampled.")
+    seed: int = Field(default=0, description="dataset workloads: the sample's seed.")
+    min_prompt_chars: int = Field(default=1, ge=1)
+    max_prompt_chars: int | None = Field(default=None, ge=1)
     concurrency: list[int] | None = Field(default=None, description="Default: the claims' levels.")
     max_tokens: int | None = Field(
         default=None, ge=1, description="Default: the claims' reply length."
@@ -125,10 +134,12 @@ def default_folder(slug: str) -> Path:
 def plan_reproduction(request: ReproduceRequest) -> tuple[Recipe, ClaimPlan]:
     """The recipe and what its reproduction measures; reads nothing but the recipe."""
     from rigbook.bench.measure import check_levels
+    from rigbook.bench.workloads.sources import searchable
     from rigbook.recipe.resolve import resolve_recipe
 
     if request.concurrency is not None:
         check_levels(request.concurrency)
+    searchable(request.workload, "reproduce")
     recipe = resolve_recipe(request.recipe)
     return recipe, plan_claims(
         recipe,
@@ -199,7 +210,7 @@ def _measure_and_compare(
 ) -> Reproduction:
     result_path = folder / "result.json"
     note(
-        f"bench: profile {claims.profile}, concurrency {', '.join(str(c) for c in claims.levels)}, "
+        f"bench: profile {claims.profile}, workload {request.workload}, concurrency {', '.join(str(c) for c in claims.levels)}, "
         f"{claims.max_tokens}-token replies, each level repeated until its 95 % interval is within "
         f"±{request.ci_target_pct:g} % (at most {request.max_repeats} repeats"
         + (f" or {request.max_level_s:g} s" if request.max_level_s else "")
@@ -211,6 +222,11 @@ def _measure_and_compare(
                 url=live.url,
                 model=live.model_id,
                 profile=claims.profile,
+                workload=request.workload,
+                dataset_size=request.dataset_size,
+                seed=request.seed,
+                min_prompt_chars=request.min_prompt_chars,
+                max_prompt_chars=request.max_prompt_chars,
                 concurrency=claims.levels,
                 max_tokens=claims.max_tokens,
                 requests=request.requests,
