@@ -58,6 +58,8 @@ class Code(StrEnum):
     E_MODEL_ARCH = "E_MODEL_ARCH"
     E_KV_CACHE = "E_KV_CACHE"
     E_HOST_MEMORY = "E_HOST_MEMORY"
+    E_DOCKER_IMAGE = "E_DOCKER_IMAGE"
+    E_DOCKER_DENIED = "E_DOCKER_DENIED"
     E_CONNECT = "E_CONNECT"
     E_HTTP = "E_HTTP"
     E_MODEL_ID = "E_MODEL_ID"
@@ -418,6 +420,25 @@ _ALL = [
         "Not enough free host memory (RAM) for what the engine was asked to reserve.",
         "Lower the memory the recipe reserves (VLLM_CPU_KVCACHE_SPACE, in GiB, for vLLM on a CPU) or stop "
         "other processes; `free -g` shows what is available.",
+    ),
+    _c(
+        Code.E_DOCKER_IMAGE,
+        "error",
+        "LaunchError",
+        "launch",
+        "The container image is not on this machine and docker did not pull it (`--pull never`, "
+        "no registry reachable, or no such image there).",
+        "Pull it (`docker pull IMAGE`) where a registry is reachable, or build the local one "
+        "(`make docker-image` for rigbook/llama-server-cpu:local); `docker images` lists what is here.",
+    ),
+    _c(
+        Code.E_DOCKER_DENIED,
+        "error",
+        "EnvironmentProblem",
+        "check",
+        "Docker's socket refused this user (permission denied).",
+        "Run as a user docker lets in (the `docker` group is root-equivalent: give it only to whom "
+        "you would give root), or use rootless docker or podman and point DOCKER_HOST at its socket.",
     ),
     # endpoint: smoke test and bench client
     _c(

@@ -275,7 +275,9 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     assert env_dangers(recipe_set, kind=program if program == "vllm" else None) == []
     if program == "docker" and argv[1] == "run":
         options, _image_at = parse_options(argv[2:], stop_at_positional=True)
-        items = [t for o in options for t in o.tokens]
+        # rigbook's own labels, which `down` finds its containers by, are not the recipe's.
+        own_labels = [o for o in options if (o.value or "").startswith("org.rigbook.")]
+        items = [t for o in options if o not in own_labels for t in o.tokens]
         # rigbook's own name-only `-e` items pass its multicast-off defaults through.
         own = {"ipc-host", *(f"env:{name}" for name in GPU_ENV_DEFAULTS)}
         assert [

@@ -1,0 +1,53 @@
+"""The docker tests' image and their container bookkeeping: each test names its launches
+``docker-run-…`` and every container left under that prefix fails the test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent.parent
+IMAGE = "rigbook/llama-server-cpu:local"
+RECIPE = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker"
+LABEL = "org.rigbook.launch"
+
+
+@pytest.fixture(scope="session")
+def engine_image(docker_daemon) -> str:
+    """The local engine image in the daemon, built or imported now where it is missing or stale
+    (`make docker-image` builds its root filesystem ahead; this imports it)."""
+    done = subprocess.run(
+        ["sh", str(ROOT / "scripts" / "docker_image.sh"), "load", sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == IMAGE
+    return IMAGE
+
+
+def containers(prefix: str = "rigbook-docker-run") -> list[str]:
+    """Every container (any state) whose name starts with ``prefix``: name and status."""
+    done = subprocess.run(
+        ["docker", "ps", "--all", "--format", "{{.Names}} {{.Status}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in done.stdout.splitlines() if line.startswith(prefix)]
+
+
+@pytest.fixture
+def no_leftovers(engine_image) -> Iterator[None]:
+    """Fails the test when a container of its launches is left in any state (then removes it)."""
+    yield
+    left = containers()
+    for line in left:
+        subprocess.run(["docker", "rm", "--force", line.split()[0]], capture_output=True)
+    assert not left, f"containers left behind: {left}"
