@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.launch.helpers import write_recipe
+
 ROOT = Path(__file__).parent.parent.parent
 IMAGE = "rigbook/llama-server-cpu:local"
 RECIPE = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker"
@@ -51,3 +53,24 @@ def no_leftovers(engine_image) -> Iterator[None]:
     for line in left:
         subprocess.run(["docker", "rm", "--force", line.split()[0]], capture_output=True)
     assert not left, f"containers left behind: {left}"
+
+
+def knobs(**extra: str) -> dict:
+    """The local image's knobs on the host network (PORT and HOST rigbook sets)."""
+    return {
+        "MODEL": "smollm2-135m-instruct",
+        "PORT": "8000",
+        "HOST": "0.0.0.0",
+        "CTX": "1024",
+        **extra,
+    }
+
+
+def docker_recipe(tmp_path: Path, slug: str, *, image: str = IMAGE, args=(), gpus=0, **env):
+    launch = {
+        "kind": "docker",
+        "image": image,
+        "env": knobs(**env),
+        "args": ["--init", "--network", "host", *args],
+    }
+    return write_recipe(tmp_path, slug, launch, gpus=gpus)

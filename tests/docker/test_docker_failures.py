@@ -14,29 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
-from tests.docker.conftest import IMAGE, RECIPE, containers
-from tests.launch.helpers import RIG_2X, rigbook, write_recipe
-
-
-def knobs(**extra: str) -> dict:
-    """The local image's knobs on the host network (PORT and HOST rigbook sets)."""
-    return {
-        "MODEL": "smollm2-135m-instruct",
-        "PORT": "8000",
-        "HOST": "0.0.0.0",
-        "CTX": "1024",
-        **extra,
-    }
-
-
-def docker_recipe(tmp_path: Path, slug: str, *, image: str = IMAGE, args=(), gpus=0, **env):
-    launch = {
-        "kind": "docker",
-        "image": image,
-        "env": knobs(**env),
-        "args": ["--init", "--network", "host", *args],
-    }
-    return write_recipe(tmp_path, slug, launch, gpus=gpus)
+from tests.docker.conftest import RECIPE, containers, docker_recipe
+from tests.launch.helpers import RIG_2X, rigbook
 
 
 def up(recipe: str | Path, name: str, *more: str, env=None) -> dict:
