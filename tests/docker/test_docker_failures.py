@@ -17,6 +17,9 @@ from tests.conftest import free_port
 from tests.docker.conftest import RECIPE, containers, docker_recipe
 from tests.launch.helpers import RIG_2X, rigbook
 
+# Each runs the real daemon, and most the real engine in its container.
+pytestmark = pytest.mark.e2e
+
 
 def up(recipe: str | Path, name: str, *more: str, env=None) -> dict:
     done = rigbook(
