@@ -255,6 +255,8 @@ def _recipe(sandbox: Path, c: dict) -> Path:
 def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     """What a fake engine was given holds nothing the rules refuse."""
     argv = record["argv"]
+    if Path(argv[0]).name == "docker" and argv[1:2] == ["version"]:
+        return  # rigbook's own question to the daemon before it starts anything, not the engine
     added = {k: v for k, v in record["env"].items() if inherited.get(k) != v}
     for name, value in added.items():
         assert not never(name) or name in {
