@@ -104,6 +104,6 @@ def remove_leftovers(name: str | None, keep: set[str]) -> list[str]:
         return []
     removed = []
     for container, launch in labelled(name):
-        if launch not in keep and _docker("rm", "--force", container).returncode == 0:
+        if launch not in keep and _docker("rm", "--force", "--volumes", container).returncode == 0:
             removed.append(container)
     return removed

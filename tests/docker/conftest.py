@@ -15,13 +15,18 @@ from tests.launch.helpers import write_recipe
 ROOT = Path(__file__).parent.parent.parent
 IMAGE = "rigbook/llama-server-cpu:local"
 RECIPE = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker"
-LABEL = "org.rigbook.launch"
+# The named volume the catalog recipe mounts at /cache.
+VOLUME = "rigbook-smollm2-cache"
 
 
 @pytest.fixture(scope="session")
-def engine_image(docker_daemon) -> str:
+def engine_image(docker_daemon) -> Iterator[str]:
     """The local engine image in the daemon, built or imported now where it is missing or stale
-    (`make docker-image` builds its root filesystem ahead; this imports it)."""
+    (`make docker-image` builds its root filesystem ahead; this imports it). The catalog recipe's
+    cache volume is removed after the run where the run made it."""
+    had_volume = (
+        subprocess.run(["docker", "volume", "inspect", VOLUME], capture_output=True).returncode == 0
+    )
     done = subprocess.run(
         ["sh", str(ROOT / "scripts" / "docker_image.sh"), "load", sys.executable],
         capture_output=True,
@@ -31,7 +36,9 @@ def engine_image(docker_daemon) -> str:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == IMAGE
-    return IMAGE
+    yield IMAGE
+    if not had_volume:
+        subprocess.run(["docker", "volume", "rm", "--force", VOLUME], capture_output=True)
 
 
 def containers(prefix: str = "rigbook-docker-run") -> list[str]:
@@ -51,7 +58,7 @@ def no_leftovers(engine_image) -> Iterator[None]:
     yield
     left = containers()
     for line in left:
-        subprocess.run(["docker", "rm", "--force", line.split()[0]], capture_output=True)
+        subprocess.run(["docker", "rm", "--force", "--volumes", line.split()[0]], capture_output=True)
     assert not left, f"containers left behind: {left}"
 
 

@@ -59,9 +59,9 @@ def container_name(target: Target) -> str:
 
 
 def remove_command(name: str) -> LaunchCommand:
-    """Remove the launch's container whatever its state (running, exited, Created); docker exits
-    0 when there is none."""
-    return LaunchCommand(argv=["docker", "rm", "--force", f"rigbook-{name}"])
+    """Remove the launch's container whatever its state (running, exited, Created), with its
+    anonymous volumes (named ones stay); docker exits 0 when there is none."""
+    return LaunchCommand(argv=["docker", "rm", "--force", "--volumes", f"rigbook-{name}"])
 
 
 class DockerEngine(Engine):
