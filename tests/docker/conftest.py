@@ -58,7 +58,9 @@ def no_leftovers(engine_image) -> Iterator[None]:
     yield
     left = containers()
     for line in left:
-        subprocess.run(["docker", "rm", "--force", "--volumes", line.split()[0]], capture_output=True)
+        subprocess.run(
+            ["docker", "rm", "--force", "--volumes", line.split()[0]], capture_output=True
+        )
     assert not left, f"containers left behind: {left}"
 
 
