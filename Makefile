@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -133,6 +133,11 @@ bench-hot-path: setup-test
 # processes, read by raw-socket reader processes.
 bench-server: setup-test
 	$(BIN)/python benchmarks/client/server_ceiling.py
+
+# Each client's aggregate, per-request rate and TTFT against the synthetic server's own record, at 1
+# and 4 streams, alone and beside a busy loop: the error of each and whether the client marked it.
+bench-truth: setup-test
+	$(BIN)/python benchmarks/client/truth_matrix.py
 
 # rigbook beside GuideLLM and llama-benchy (pinned, in a throwaway venv) on one synthetic server;
 # TOKENIZER is a local tokenizer folder the peers build their prompts with.

@@ -58,6 +58,8 @@ class Code(StrEnum):
     E_MODEL_ARCH = "E_MODEL_ARCH"
     E_KV_CACHE = "E_KV_CACHE"
     E_HOST_MEMORY = "E_HOST_MEMORY"
+    I_DOCKER_JUDGE = "I_DOCKER_JUDGE"
+    I_HAND_JUDGE = "I_HAND_JUDGE"
     E_DOCKER_IMAGE = "E_DOCKER_IMAGE"
     E_DOCKER_DENIED = "E_DOCKER_DENIED"
     E_CONNECT = "E_CONNECT"
@@ -420,6 +422,27 @@ _ALL = [
         "Not enough free host memory (RAM) for what the engine was asked to reserve.",
         "Lower the memory the recipe reserves (VLLM_CPU_KVCACHE_SPACE, in GiB, for vLLM on a CPU) or stop "
         "other processes; `free -g` shows what is available.",
+    ),
+    _c(
+        Code.I_DOCKER_JUDGE,
+        "info",
+        None,
+        "launch",
+        "Docker judged the docker recipe's safety: rigbook created the container with "
+        "`docker create --pull never` (nothing started), read `docker inspect` and removed it "
+        "and any volume it made.",
+        "Nothing to do; each refusal names what docker would have given the container.",
+    ),
+    _c(
+        Code.I_HAND_JUDGE,
+        "info",
+        None,
+        "launch",
+        "Docker could not judge the docker recipe (no docker client or daemon, the image not "
+        "present locally, docker would not create the container, or a dry run), so rigbook's own "
+        "reading of the `docker run` options decided.",
+        "To have docker judge it, start the daemon and have the image locally (`docker pull "
+        "IMAGE`), then run `rigbook check` or `rigbook plan` again.",
     ),
     _c(
         Code.E_DOCKER_IMAGE,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -289,7 +290,16 @@ def _placeholder_kind(placeholder: str | None) -> dict:
 
 
 def docker_options(docker: str) -> dict:
-    done = subprocess.run([docker, "run", "--help"], capture_output=True, text=True, timeout=60)
+    # With a daemon reachable, the client hides the options that daemon's API does not take; the
+    # table is of every option the client reads, so the help is asked with no daemon to reach.
+    env = {
+        **os.environ,
+        "DOCKER_HOST": "unix:///nonexistent/docker.sock",
+        "DOCKER_CONTEXT": "default",
+    }
+    done = subprocess.run(
+        [docker, "run", "--help"], capture_output=True, text=True, timeout=60, env=env
+    )
     version = subprocess.run([docker, "--version"], capture_output=True, text=True, timeout=60)
     out = []
     for line in done.stdout.splitlines():
@@ -530,6 +540,17 @@ ALLOW_NAMES = {
         "--disable-cuda-graph",
     },
     "llama_server": {
+        # The drafter's tuning (draft length, acceptance threshold, its layers on the GPU, its
+        # threads and KV cache type): typed values; its model stays a path under the models root.
+        "--spec-draft-n-max",
+        "--spec-draft-n-min",
+        "--spec-draft-p-split",
+        "--spec-draft-p-min",
+        "--spec-draft-ngl",
+        "--spec-draft-threads",
+        "--spec-draft-threads-batch",
+        "--spec-draft-type-k",
+        "--spec-draft-type-v",
         "--log-verbosity",
         "-lv",
         "--log-colors",

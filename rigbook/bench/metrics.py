@@ -85,7 +85,12 @@ def attribute_tokens(raw: RawRequest) -> tuple[TokenSource, np.ndarray]:
             tokens[-1] += total - seen[-1]
         return "server_continuous", tokens
     if total is not None and n:
-        # Only the total is known: spread it evenly, exact when events carry equal counts.
+        # Only the total is known. An engine sends its first token alone (the prefill yields one;
+        # a stream interval or a drafter's accepted run only groups the later ones), so when the
+        # events carry several tokens the first is taken as one and the rest spread evenly over
+        # the others: spread over all, a short reply's rate read low by (mean - 1) / (total - 1).
+        if n > 1 and total > n:
+            return "server_final", np.concatenate(([1.0], np.full(n - 1, (total - 1) / (n - 1))))
         return "server_final", np.full(n, total / n)
     # No usage: the tokens the client saw, one per token-bearing event. Never max_tokens, even on
     # a "length" finish: the limit a server stopped at may be its own.

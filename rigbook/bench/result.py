@@ -123,7 +123,8 @@ class WorkerLoad(Model):
 
 class ClientMoved(Model):
     """How far the client's measured lag could have moved each of a cell's figures, as a share of
-    the figure (0.01: 1 %); null where the cell has no such figure."""
+    the figure (0.01: 1 %); null where the cell has no such figure; 100 where nothing bounds it (a
+    lag as long as the replies' own span)."""
 
     aggregate_tok_s: float | None = None
     per_request_decode_tok_s: float | None = Field(

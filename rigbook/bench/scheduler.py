@@ -113,6 +113,9 @@ STALL_FLOOR_MS = 2.0
 TICK_SHARE = 0.25
 # How far the client may have moved a figure, as a share of it, before the figure is marked.
 TOLERANCE = 0.01
+# A share with no bound (a lag as long as a reply's whole span could have made its rate anything) is
+# written as this, a number JSON can hold.
+UNBOUNDED = 100.0
 # The figures whose mark takes the cell's perf point away (client_bound); a marked TTFT or
 # per-token gap leaves the rates standing.
 RATES = ("aggregate_tok_s", "per_request_decode_tok_s")
@@ -180,11 +183,14 @@ def moved_by_client(
     # A burst's span ends on its last token; a sustained window counts every token stamped inside
     # it, so any late stamp may move a token across its end.
     end_ms = max(last_ms, token_ms) if any(r.cut_at_window for r in records) else last_ms
+    shares = {
+        "aggregate_tok_s": (end_ms + turnovers * turnover_ms) / span if span else None,
+        "per_request_decode_tok_s": _rate_moved(counted, first_ms, last_ms),
+        "ttft_ms": first_ms / ttft if ttft else None,
+        "itl_ms_worst_p99": max(first_ms, last_ms, token_ms) / itl_p99 if itl_p99 else None,
+    }
     return ClientMoved(
-        aggregate_tok_s=(end_ms + turnovers * turnover_ms) / span if span else None,
-        per_request_decode_tok_s=_rate_moved(counted, first_ms, last_ms),
-        ttft_ms=first_ms / ttft if ttft else None,
-        itl_ms_worst_p99=max(first_ms, last_ms, token_ms) / itl_p99 if itl_p99 else None,
+        **{name: None if v is None else min(v, UNBOUNDED) for name, v in shares.items()}
     )
 
 
@@ -269,7 +275,12 @@ def judge_client(load: ClientLoad, records: list[RequestRecord]) -> ClientLoad:
         reasons = (
             [
                 "the client could have moved "
-                + ", ".join(f"{name} by up to {bounds[name]:.1%}" for name in marked)
+                + ", ".join(
+                    f"{name} without bound"
+                    if bounds[name] >= UNBOUNDED
+                    else f"{name} by up to {bounds[name]:.1%}"
+                    for name in marked
+                )
                 + f" (tolerance {TOLERANCE:.0%}): "
                 + "; ".join(causes)
             ]

@@ -5,7 +5,8 @@ it), so the bench client is checked against real sockets. A chat request's conte
 a string or a list of parts, its length ``max_tokens`` or ``max_completion_tokens``; a
 request it cannot read is answered 400. Each model id is a scenario:
 
-- ``synthetic``: usage on every chunk (continuous), several tokens per chunk
+- ``synthetic``: usage on every chunk (continuous), the first token alone (as an engine sends
+  the one its prefill yields), then several tokens per chunk
 - ``synthetic-final`` / ``synthetic-nousage``: usage only at the end / never
 - ``synthetic-reasoning``: reasoning tokens (``reasoning_content``) before the content
 - ``synthetic-early-eos``, ``synthetic-error``, ``synthetic-stall``, ``synthetic-drop``:
@@ -434,7 +435,8 @@ def _events(
     usage_mode = {"synthetic-final": "final", "synthetic-nousage": "none"}.get(model, "continuous")
     chunks, counts, sent = [], [], 0
     while sent < total:
-        n = min(per_chunk, total - sent)
+        # The first token goes alone, as an engine's does (the prefill yields one token).
+        n = 1 if sent == 0 else min(per_chunk, total - sent)
         kind = "reasoning_content" if sent < reasoning else "content"
         if usage_mode == "continuous":
             chunk = _chunk_format(model, kind, n, prompt_tokens) % (

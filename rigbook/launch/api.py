@@ -36,10 +36,11 @@ def check(recipe: Recipe, rig: Rig, **choices) -> CheckReport:
     """
     report = check_recipe(recipe, rig, **choices)
     models_dir = choices.get("models_dir") or rigbook_home() / "models"
-    dangers = recipe_dangers(
+    dangers, judged = recipe_dangers(
         recipe, models_dir=models_dir, gpus=report.gpus or None, port=choices.get("port")
     )
     unsafe = [Finding.make("E_UNSAFE", describe(d), remedy=remedy_for(d)) for d in dangers]
+    unsafe += [judged] if judged else []
     findings = sort_findings(report.findings + unsafe)
     return report.model_copy(
         update={"findings": findings, "ok": not any(f.blocks for f in findings)}

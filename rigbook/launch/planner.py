@@ -19,7 +19,7 @@ from rigbook.launch.safety import (
     remedy_for,
 )
 from rigbook.launch.sandbox import confine
-from rigbook.launch.screen import target_dangers
+from rigbook.launch.screen import screen
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
@@ -251,7 +251,7 @@ def build_plan(
         allow=sorted(set(allow)),
     )
     # The screen runs once per plan; `up` acts on this verdict and does not screen again.
-    verdict = target_dangers(recipe, target, spec)
+    verdict, judged = screen(recipe, target, spec)
     dangers = refused(verdict, set(target.allow))
     refuse_unless_allowed([d for d in dangers if d.allow is None], set())
     command = confine(spec.kind, target, engine.command(recipe, spec, target))
@@ -298,7 +298,7 @@ def build_plan(
         )
         started.findings = [
             Finding.make("E_UNSAFE", describe(d), remedy=remedy_for(d)) for d in dangers
-        ]
+        ] + ([judged] if judged else [])
         steps.append(started)
     probes = ", then ".join(f"GET {url}{path}" for path in engine.ready_paths)
     steps.append(

@@ -16,8 +16,8 @@ from rigbook.bench.assemble import perf_point
 from rigbook.bench.client import RawRequest, Target
 from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
-from rigbook.bench.scheduler import TOLERANCE, judge_client, warned
-from tests.bench.helpers import bench, streamed, synthetic_server
+from rigbook.bench.scheduler import TOLERANCE, UNBOUNDED, judge_client, warned
+from tests.bench.helpers import bench, recorded, streamed, synthetic_server
 from tests.conftest import scripted_server
 
 SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
@@ -143,6 +143,27 @@ def test_the_python_clients_stall_bounds_every_stamp():
     assert short.client_bound and "per_request_decode_tok_s" in short.marked
 
 
+def test_a_stall_longer_than_the_reply_marks_its_rates_and_the_result_still_writes():
+    """A 50 ms stall against replies of 8 ms between first and last token: the rate could be
+    anything. Before, its bound was infinite, which JSON cannot hold: the run (a capacity probe on
+    a loaded machine) ended in E_INTERNAL "Out of range float values are not JSON compliant"."""
+    load = ClientLoad(
+        loop_lag_ms=distribution([1.0, 49.0]),
+        loop_lag_worst_ms=49.0,
+        stall_worst_bound_ms=50.0,
+        worst_stall_cpu_ms=1.0,
+        cpu_s=0.1,
+        wall_s=1.0,
+        cpu_fraction=0.1,
+        client_bound=False,
+    )
+    judged = judge_client(load, one_lane(3, 5, 0.002))
+    assert judged.client_bound and "per_request_decode_tok_s" in judged.marked
+    assert judged.moved is not None and judged.moved.per_request_decode_tok_s == UNBOUNDED
+    assert "per_request_decode_tok_s without bound" in (judged.reason or "")
+    assert ClientLoad.model_validate_json(judged.model_dump_json()) == judged
+
+
 def test_reads_without_stamps_mark_every_figure():
     load = kernel(0.0, 0.0, 0.0).model_copy(update={"unstamped_reads": 3})
     judged = judge_client(load, one_lane(1, 20, 0.02))
@@ -246,3 +267,28 @@ def test_only_a_published_figure_is_warned_of():
     ttft = judge_client(kernel(5.0, 0.0, 0.0), one_lane(2, 200, 0.02))
     assert gaps.marked == ["itl_ms_worst_p99"] and not warned(gaps)
     assert "ttft_ms" in ttft.marked and warned(ttft)
+
+
+@pytest.mark.parametrize("kind", ["python", "compiled"] if compiled.available() else ["python"])
+def test_one_stream_on_the_ground_truth_server_keeps_its_rates(kind, tmp_path):
+    """One stream of five seconds against the synthetic server, whose own record is the truth:
+    the client measured every token the server sent, and neither rate is marked (a lag would
+    have to reach 1 % of the reply, 50 ms, to mark one)."""
+    with synthetic_server("--rate 100 --tokens-per-chunk 1 --falloff 0 --ttft-s 0.05") as url:
+        result = bench(
+            url,
+            tmp_path / "r.json",
+            concurrency=[1],
+            requests=1,
+            max_tokens=500,
+            warmup=0,
+            client=kind,
+        )
+        [served] = [r for r in recorded(url) if r["tokens"] == 500]
+    cell = result.cells[0]
+    assert cell.valid and cell.client is not None, cell.invalid_reasons
+    [record] = cell.requests
+    assert record.output_tokens == served["tokens"] and record.chunks == served["chunks"]
+    assert not cell.client_bound, cell.client.reason
+    assert not {"aggregate_tok_s", "per_request_decode_tok_s"} & set(cell.client.marked)
+    assert [p.concurrency for p in result.perf_points] == [1]

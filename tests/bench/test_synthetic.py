@@ -33,35 +33,52 @@ def server(server_proc):
 
 
 def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
+    """Every figure the client does not mark as moved by its own lag is within 1 % of what the
+    server recorded; a marked one (a loaded machine stalled the client) is shown as such, never as
+    a valid number. So the test fails only on a wrong figure that looks valid, whatever the load."""
     _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[1, 4], requests=4, max_tokens=160)
     served = recorded(url)
     assert len(served) == 8
     for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
-        client_rates = sorted(r.decode_tok_s for r in cell.requests)
-        server_rates = sorted(r["decode_tok_s"] for r in own)
-        for c, sv in zip(client_rates, server_rates, strict=True):
-            assert within(c, sv, 0.01), (c, sv)
-        assert within(
-            cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01
-        )
-        tokens = sum(r["tokens"] for r in own)
-        server_agg = tokens / (max(r["last_send"] for r in own) - min(r["arrival"] for r in own))
-        assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (
-            cell.metrics.aggregate_tok_s,
-            server_agg,
-        )
-        # The client's TTFT holds the server's plus the loopback trip: never less, under 5 ms more.
-        gap = cell.metrics.ttft_ms.p50 - 1000 * statistics.median(r["ttft_s"] for r in own)
-        assert 0.0 < gap < 5.0, gap
-        assert all(r.output_tokens == 160 and r.first_chunk_tokens == 3 for r in cell.requests)
+        marked = set(cell.client.marked) if cell.client else set()
+        if marked & {"aggregate_tok_s", "per_request_decode_tok_s"}:
+            assert cell.client_bound  # a marked rate publishes no perf point
+        if "per_request_decode_tok_s" not in marked:
+            client_rates = sorted(r.decode_tok_s for r in cell.requests)
+            server_rates = sorted(r["decode_tok_s"] for r in own)
+            for c, sv in zip(client_rates, server_rates, strict=True):
+                assert within(c, sv, 0.01), (c, sv)
+            assert within(
+                cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01
+            )
+        if "aggregate_tok_s" not in marked:
+            tokens = sum(r["tokens"] for r in own)
+            server_agg = tokens / (
+                max(r["last_send"] for r in own) - min(r["arrival"] for r in own)
+            )
+            assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (
+                cell.metrics.aggregate_tok_s,
+                server_agg,
+            )
+        # The client's TTFT holds the server's plus the loopback trip: never less; unmarked, at
+        # most 1 % of it (or the trip's 5 ms) more.
+        server_ttft = 1000 * statistics.median(r["ttft_s"] for r in own)
+        gap = cell.metrics.ttft_ms.p50 - server_ttft
+        assert gap > 0.0, gap
+        if "ttft_ms" not in marked:
+            assert gap < max(5.0, 0.01 * server_ttft), gap
+        # The first token comes alone, as an engine sends it; three a chunk after it.
+        assert all(r.output_tokens == 160 and r.first_chunk_tokens == 1 for r in cell.requests)
     one, four = result.cells
     # The server slows each request as concurrency rises; the aggregate still grows.
-    assert (
-        four.metrics.per_request_decode_tok_s.p50 < 0.6 * one.metrics.per_request_decode_tok_s.p50
-    )
-    assert four.metrics.aggregate_tok_s > 1.5 * one.metrics.aggregate_tok_s
+    if not (one.client_bound or four.client_bound):
+        assert (
+            four.metrics.per_request_decode_tok_s.p50
+            < 0.6 * one.metrics.per_request_decode_tok_s.p50
+        )
+        assert four.metrics.aggregate_tok_s > 1.5 * one.metrics.aggregate_tok_s
     assert four.metrics.concurrency_reached == 4
     # Perf points: decode_tok_s is the aggregate, per-request median beside it, conditions filled.
     # A cell a loaded machine stalled is flagged client_bound and publishes none; its point is built
@@ -84,9 +101,9 @@ def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
 
 
 def test_a_reply_without_usage_counts_its_chunks_never_max_tokens(server, tmp_path):
-    """Three tokens a chunk and no usage: the client sees 30 chunks, counts 30 and says so, and a
-    held reply is short for want of usage. Before, the "length" finish was taken for max_tokens,
-    which a server that stops below it (a context cap) made read fast."""
+    """The first token alone, then three a chunk, and no usage: the client sees 31 chunks, counts
+    31 and says so, and a held reply is short for want of usage. Before, the "length" finish was
+    taken for max_tokens, which a server that stops below it (a context cap) made read fast."""
     _s, url = server
     result = bench(
         url,
@@ -97,7 +114,7 @@ def test_a_reply_without_usage_counts_its_chunks_never_max_tokens(server, tmp_pa
         max_tokens=90,
     )
     [record] = result.cells[0].requests
-    assert record.output_tokens == 30 and record.chunks == 30
+    assert record.output_tokens == 31 and record.chunks == 31
     assert record.token_source == "client_fallback" and "no usage" in (record.error or "")
 
 
@@ -113,8 +130,10 @@ def test_token_source_is_recorded(server, tmp_path):
     )
     cell = result.cells[0]
     assert cell.valid and cell.token_count_source == "server_final"
-    # Three tokens a chunk: with the final usage every token counts.
-    assert all(r.output_tokens == 90 and r.chunks == 30 for r in cell.requests)
+    # The first token alone, then three a chunk: with the final usage every token counts, and the
+    # rate is the tokens after the first one's (before, the total spread over every chunk read
+    # 2 % low).
+    assert all(r.output_tokens == 90 and r.chunks == 31 for r in cell.requests)
     for c, sv in zip(
         sorted(r.decode_tok_s for r in cell.requests),
         sorted(r["decode_tok_s"] for r in recorded(url)),
@@ -235,8 +254,9 @@ def test_sent_counts_the_tokens_and_the_writes_that_carried_them(server):
     assert httpx.post(url + "/v1/chat/completions", json=body).status_code == 200
     after = httpx.get(url + "/_sent").json()
     assert after["tokens"] - before["tokens"] == 30
-    # Three tokens an event, ten events; events that fall due together share one write.
-    assert 1 <= after["writes"] - before["writes"] <= 10
+    # The first token alone, then three an event: eleven events; events that fall due together
+    # share one write.
+    assert 1 <= after["writes"] - before["writes"] <= 11
 
 
 def test_a_client_that_hangs_up_frees_its_stream_at_once():

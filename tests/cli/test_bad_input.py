@@ -58,16 +58,34 @@ def test_a_recipe_nested_thousands_deep_is_invalid_not_a_crash(tmp_path):
 
 
 def test_ctrl_c_while_the_cli_starts_ends_quietly():
-    import signal
-    import time
+    """A Ctrl-C once the entry point has armed its handler, while the commands still import.
 
+    The signal is sent when the process says the handler is set, not after a fixed sleep: on a
+    loaded machine a fixed sleep can land before Python has run any of rigbook's code, where no
+    program can keep the interpreter's own KeyboardInterrupt from printing.
+    """
+    import signal
+
+    armed = (
+        "import signal, sys\n"
+        "real = signal.signal\n"
+        "def spy(sig, handler):\n"
+        "    done = real(sig, handler)\n"
+        "    signal.signal = real\n"
+        "    print('armed', flush=True)\n"
+        "    return done\n"
+        "signal.signal = spy\n"
+        "sys.argv = ['rigbook', 'recipes', 'list']\n"
+        "from rigbook.cli.entry import main\n"
+        "main()\n"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rigbook", "recipes", "list"],
-        stdout=subprocess.DEVNULL,
+        [sys.executable, "-c", armed],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(0.15)  # inside the imports (they take about half a second)
+    assert proc.stdout is not None and proc.stdout.readline() == "armed\n"
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=30)[1]
     assert "Traceback" not in err and proc.returncode in (130, -signal.SIGINT)

@@ -110,6 +110,33 @@ def test_author_side_options_are_replaced_and_the_rest_kept(tmp_path):
     assert "each of the 8 slots gets 1024 tokens of context" in shown
 
 
+def test_a_drafter_in_the_models_folder_reaches_the_engine_as_this_machines_path(tmp_path):
+    """`--model-draft ${MODELS_DIR}/d.gguf` was checked as the mapped path but passed to the engine
+    as written, so llama-server looked for a file named `${MODELS_DIR}/d.gguf`."""
+    program = fake_program(tmp_path)
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "d.gguf").touch()
+    recipe = write_recipe(
+        tmp_path,
+        "k-drafter",
+        {
+            "kind": "llama_server",
+            "model_path": "${MODELS_DIR}/m.gguf",
+            "args": ["--model-draft", "${MODELS_DIR}/d.gguf", "--spec-draft-n-max", "3"],
+        },
+    )
+    plan = plan_of(
+        str(recipe),
+        "--models-dir",
+        str(models),
+        env={"RIGBOOK_LLAMA_SERVER": str(program)},
+    )
+    argv = plan["command"]["argv"]
+    assert argv[argv.index("--model-draft") + 1] == str(models / "d.gguf")
+    assert not any("${" in item for item in argv)
+
+
 def test_the_models_own_tools_are_refused(tmp_path):
     program = fake_program(tmp_path)
     recipe = write_recipe(

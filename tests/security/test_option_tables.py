@@ -167,3 +167,19 @@ def test_normal_options_of_the_catalog_pass(tmp_path):
         )
         == []
     )
+
+
+def test_a_drafters_tuning_passes_and_its_other_files_and_devices_do_not(tmp_path):
+    """A GPU speculation recipe sets the drafter's length, layers, threads and KV type: typed values
+    (refused before, so no drafter recipe could run). Its weights stay a path in the models folder;
+    its device, CPU mask and Hugging Face repo stay refused."""
+    (tmp_path / "d.gguf").touch()
+    tuning = [
+        "--model-draft", str(tmp_path / "d.gguf"), "--n-gpu-layers-draft", "999",
+        "--spec-type", "draft-simple", "--spec-draft-n-max", "3", "--spec-draft-n-min", "1",
+        "--spec-draft-p-min", "0.7", "--threads-draft", "2", "-ctkd", "q8_0",
+        "--spec-synth-len", "3.0",
+    ]  # fmt: skip
+    assert table_dangers("llama_server", tuning, models_dir=tmp_path) == []
+    for refused in (["--device-draft", "dev1"], ["--hf-repo-draft", "a/b"], ["-Cd", "ff"]):
+        assert table_dangers("llama_server", refused, models_dir=tmp_path), refused

@@ -15,7 +15,8 @@ python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implement
   --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d "$GPU_DIR/whl" \
   "pydantic>=2.7,<3" "fastapi<1" "uvicorn<1" "sqlalchemy>=2,<3" "alembic<2" "psycopg[binary]>=3.1,<4" \
-  "httptools>=0.6,<1" "orjson>=3.9,<4" "filelock>=3.13,<4" "uvloop>=0.19,<1"
+  "httptools>=0.6,<1" "orjson>=3.9,<4" "filelock>=3.13,<4" "uvloop>=0.19,<1" \
+  "cryptography>=42,<51" "huggingface_hub>=2,<3"
 # The GPU image has these already (typer and jinja2 need its click and markupsafe).
 rm -f "$GPU_DIR"/whl/{click,idna,h11,markupsafe,opentelemetry_api}-*.whl
 python3 -m pip download -q --no-deps --no-binary=:all: llama-cpp-python==0.3.36 -d "$WORK"

@@ -19,7 +19,7 @@ from typing import ClassVar
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.engines.llama_cpp import gguf_path
 from rigbook.launch.logscan import LogPattern
-from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults
+from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults, substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
 from rigbook.recipe.schema import LlamaServerLaunch, Recipe
 
@@ -127,6 +127,8 @@ class LlamaServerEngine(Engine):
     def command(self, recipe: Recipe, spec: LlamaServerLaunch, target: Target) -> LaunchCommand:
         program = find_program(spec)
         kept, _ = drop_mapped(spec.args)
+        # A drafter's path is checked as this machine's (rules/table.py); the engine gets the same.
+        kept = substitute(kept, {"MODELS_DIR": str(target.models_dir)})
         argv = [
             str(program or PROGRAM),
             "--model",
