@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test lint setup setup-test setup-vllm system-deps bench-client bench-hot-path bench-server bench-truth bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -103,9 +103,16 @@ demo: setup
 	$(BIN)/rigbook reproduce smollm2-135m-instruct-q4-1-on-cpu-llama-cpp --yes \
 	  --profile quick --concurrency 1,4 --requests 4 --out demo-out
 
+# The local engine image of the docker recipe (scripts/docker_image.sh): its root filesystem is
+# built from Debian's packages and the venv's llama-server and GGUF, again only when one of them
+# changes; it is imported into the daemon where one answers (else the docker tests import it).
+docker-image: $(STAMP_DEMO) system-deps
+	@if docker info >/dev/null 2>&1; then sh scripts/docker_image.sh load $(BIN)/python; \
+	else sh scripts/docker_image.sh build $(BIN)/python; fi
+
 # The vLLM end-to-end tests (tests/launch/test_vllm_e2e.py) find the engine and
 # its model through these two variables.
-test: setup-test setup-vllm
+test: setup-test setup-vllm docker-image
 	RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MODELS_DIR=$(abspath $(VLLM_MODELS_DIR)) \
 	  $(BIN)/python -m pytest
 

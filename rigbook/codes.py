@@ -60,6 +60,8 @@ class Code(StrEnum):
     E_HOST_MEMORY = "E_HOST_MEMORY"
     I_DOCKER_JUDGE = "I_DOCKER_JUDGE"
     I_HAND_JUDGE = "I_HAND_JUDGE"
+    E_DOCKER_IMAGE = "E_DOCKER_IMAGE"
+    E_DOCKER_DENIED = "E_DOCKER_DENIED"
     E_CONNECT = "E_CONNECT"
     E_HTTP = "E_HTTP"
     E_MODEL_ID = "E_MODEL_ID"
@@ -449,6 +451,25 @@ _ALL = [
         "reading of the `docker run` options decided.",
         "To have docker judge it, start the daemon and have the image locally (`docker pull "
         "IMAGE`), then run `rigbook check` or `rigbook plan` again.",
+    ),
+    _c(
+        Code.E_DOCKER_IMAGE,
+        "error",
+        "LaunchError",
+        "launch",
+        "The container image is not on this machine and docker did not pull it (`--pull never`, "
+        "no registry reachable, or no such image there).",
+        "Pull it (`docker pull IMAGE`) where a registry is reachable, or build the local one "
+        "(`make docker-image` for rigbook/llama-server-cpu:local); `docker images` lists what is here.",
+    ),
+    _c(
+        Code.E_DOCKER_DENIED,
+        "error",
+        "EnvironmentProblem",
+        "check",
+        "Docker's socket refused this user (permission denied).",
+        "Run as a user docker lets in (the `docker` group is root-equivalent: give it only to whom "
+        "you would give root), or use rootless docker or podman and point DOCKER_HOST at its socket.",
     ),
     # endpoint: smoke test and bench client
     _c(

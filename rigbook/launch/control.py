@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rigbook.errors import InputError, LaunchError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
+from rigbook.launch.docker_client import remove_leftovers
 from rigbook.launch.run import teardown
 from rigbook.launch.supervisor import group_members, probe_ready
 
@@ -32,7 +33,7 @@ class Stopped(BaseModel):
     """What `down` stopped."""
 
     name: str
-    pid: int
+    pid: int = Field(description="0 for a container a killed launch left, removed by name.")
     gone: bool
 
 
@@ -69,14 +70,21 @@ def _running() -> list[state.RunState]:
 
 def down(name: str | None = None, *, everything: bool = False) -> list[Stopped]:
     """Stop launch ``name``; with no name the only one running, or every one with ``everything``."""
+    # Containers that killed launches left (their records gone or stale) go first.
+    live = {r.name for r in state.all_runs() if r.alive}
+    left = [Stopped(name=c, pid=0, gone=True) for c in remove_leftovers(name, keep=live)]
     if name:
         run = state.load(name)
         if run is None:
+            if left:
+                return left
             raise LaunchError("E_NOT_RUNNING", f"no launch named {name!r}")
         targets = [run]
     else:
         targets = _running()
         if not targets:
+            if left:
+                return left
             raise LaunchError("E_NOT_RUNNING", "no launch is running")
         if len(targets) > 1 and not everything:
             raise InputError(
@@ -84,7 +92,7 @@ def down(name: str | None = None, *, everything: bool = False) -> list[Stopped]:
                 f"{len(targets)} launches run ({', '.join(r.name for r in targets)}): "
                 "name one, or pass --all",
             )
-    return [
+    return left + [
         Stopped(name=r.name, pid=r.pid, gone=teardown(r.name, r.pgid, r.slot, r.stop_commands))
         for r in targets
     ]

@@ -38,7 +38,7 @@ def test_validate_rejects_invalid_json_and_missing_files(tmp_path):
 
 def test_recipes_list_shows_the_catalog_and_show_prints_the_record_as_loaded(seed_record):
     listed = json.loads(rigbook("recipes", "list", "--json").stdout)
-    assert len(listed) == 8
+    assert len(listed) == 9
     shown = json.loads(rigbook("recipe", "show", "--file", str(SEED_RECORD), "--json").stdout)
     assert shown == seed_record
 
@@ -48,6 +48,7 @@ def test_search_and_hash():
     assert sorted(r["slug"] for r in found) == [
         "smollm2-135m-instruct-on-cpu-vllm",
         "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker",
         "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-ngram",
     ]
     hashed = rigbook("recipe", "hash", str(SEED_RECORD))

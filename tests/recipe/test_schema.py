@@ -60,9 +60,9 @@ def test_a_broken_record_names_each_bad_field(seed_record):
 
 def test_catalog_holds_the_five_seed_recipes_with_the_seed_numbers():
     recipes = {r.slug: r for r in list_recipes()}
-    assert (
-        len(recipes) == 8
-    )  # the five the seeds describe, rigbook's measured GPU recipe, the vLLM CPU one, the n-gram one
+    # the five the seeds describe, rigbook's measured GPU recipe, the vLLM CPU one, the docker one,
+    # the n-gram one
+    assert len(recipes) == 9
     guide2 = recipes["glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"]
     assert [p.decode_tok_s for p in guide2.perf_points] == [238.3, 448.7]
     assert guide2.perf_points[1].per_request_decode_tok_s_median == 114.9

@@ -255,6 +255,8 @@ def _recipe(sandbox: Path, c: dict) -> Path:
 def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     """What a fake engine was given holds nothing the rules refuse."""
     argv = record["argv"]
+    if Path(argv[0]).name == "docker" and argv[1:2] == ["version"]:
+        return  # rigbook's own question to the daemon before it starts anything, not the engine
     added = {k: v for k, v in record["env"].items() if inherited.get(k) != v}
     for name, value in added.items():
         assert not never(name) or name in {
@@ -275,7 +277,9 @@ def _ran_cleanly(record: dict, inherited: dict[str, str]) -> None:
     assert env_dangers(recipe_set, kind=program if program == "vllm" else None) == []
     if program == "docker" and argv[1] == "run":
         options, _image_at = parse_options(argv[2:], stop_at_positional=True)
-        items = [t for o in options for t in o.tokens]
+        # rigbook's own labels, which `down` finds its containers by, are not the recipe's.
+        own_labels = [o for o in options if (o.value or "").startswith("org.rigbook.")]
+        items = [t for o in options if o not in own_labels for t in o.tokens]
         # rigbook's own name-only `-e` items pass its multicast-off defaults through.
         own = {"ipc-host", *(f"env:{name}" for name in GPU_ENV_DEFAULTS)}
         assert [

@@ -2,11 +2,13 @@
 form).
 
 rigbook runs the container in the foreground (its output is the engine log),
-removes it on exit, names it ``rigbook-NAME`` so `down` can stop it, maps the
+removes it on exit, names it ``rigbook-NAME`` and labels it with the launch and RIGBOOK_HOME so
+`down` can stop it and the next `up` or `down` removes what a killed launch left, maps the
 GPUs with ``--gpus`` and publishes the host port on loopback. The recipe's own
 ``-d``, ``--rm``, ``--name``, ``--gpus``, ``-p`` and ``-P`` are author-side and
 replaced (``-i``/``-t`` are dropped: nothing is typed into the engine); ``--network
-host`` is replaced by the published port unless you allow ``network-host``.
+host`` is replaced by the published port unless you allow ``network-host``; on the host
+network the ``PORT`` and ``HOST`` knobs are set to the port and address rigbook picked.
 Fetched weights are mounted read-only at ``/models/ORG/NAME``, and an env knob
 whose value is that repository (``MODEL=ORG/NAME``) is pointed at the mount, so
 the container serves the pinned files instead of downloading the branch head.
@@ -23,7 +25,10 @@ from rigbook.launch.docker_args import (
     drop_docker_options,
     split_model_options,
 )
+from rigbook.launch.docker_client import check_daemon, labels
 from rigbook.launch.engines.base import Engine, step
+from rigbook.launch.engines.llama_server import LlamaServerEngine
+from rigbook.launch.engines.vllm import VllmEngine
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import docker_gpus, gpu_env_defaults
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
@@ -53,19 +58,40 @@ def container_name(target: Target) -> str:
     return f"rigbook-{target.name}"
 
 
+def remove_command(name: str) -> LaunchCommand:
+    """Remove the launch's container whatever its state (running, exited, Created), with its
+    anonymous volumes (named ones stay); docker exits 0 when there is none."""
+    return LaunchCommand(argv=["docker", "rm", "--force", "--volumes", f"rigbook-{name}"])
+
+
 class DockerEngine(Engine):
     kind = "docker"
+    # `docker run`'s own errors (exit 125, before the engine starts), then the lines of the
+    # engines the images run, so a container's log maps to the same codes as a native launch.
     log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(
-            code="E_ENGINE_MISSING",
-            pattern=r"Unable to find image .* locally|pull access denied|manifest unknown",
-            why="the image could not be found or pulled",
+            code="E_DOCKER_IMAGE",
+            pattern=r"No such image: |Unable to find image .* locally|pull access denied|"
+            r"manifest unknown",
+            why="the image is not here and was not pulled",
         ),
         LogPattern(
-            code="E_ENGINE_EXIT",
+            code="E_TOOLKIT",
             pattern=r"could not select device driver .* with capabilities: \[\[gpu\]\]",
             why="Docker has no NVIDIA runtime (install the NVIDIA Container Toolkit)",
         ),
+        LogPattern(
+            code="E_DOCKER_DENIED",
+            pattern=r"permission denied while trying to connect to the Docker daemon",
+            why="docker's socket refused this user",
+        ),
+        LogPattern(
+            code="E_DOCKER",
+            pattern=r"Cannot connect to the Docker daemon",
+            why="no docker daemon answers",
+        ),
+        *LlamaServerEngine.log_patterns,
+        *VllmEngine.log_patterns,
     ]
 
     def network_host(self, target: Target) -> bool:
@@ -76,9 +102,19 @@ class DockerEngine(Engine):
             spec.container_port or port_or_none(spec.env.get("PORT", "")) or DEFAULT_CONTAINER_PORT
         )
 
+    def host_knobs(self, spec: DockerLaunch, target: Target) -> dict[str, str]:
+        """On the host network nothing is published: the image's PORT and HOST knobs, where the
+        recipe sets them, are pointed at the port and address rigbook picked for this launch."""
+        if not self.network_host(target):
+            return {}
+        picked = {"PORT": str(target.port), "HOST": target.host}
+        return {key: value for key, value in picked.items() if key in spec.env}
+
     def url(self, spec: DockerLaunch, target: Target) -> str:
         # With the host network the engine listens on its own port, not a published one.
-        port = self.container_port(spec) if self.network_host(target) else target.port
+        port = target.port
+        if self.network_host(target) and "PORT" not in spec.env:
+            port = self.container_port(spec)
         return f"http://{target.host}:{port}"
 
     def model_id(self, recipe: Recipe, spec: DockerLaunch) -> str | None:
@@ -130,20 +166,29 @@ class DockerEngine(Engine):
             "pinned by digest"
             if pinned
             else "pinned by tag only: a tag can be moved; the digest pulled is recorded by docker",
+            "`docker run` pulls the image only where it is not here yet (its --pull missing): a "
+            "local image is used as it is, and a pull counts against the readiness timeout",
+            f"a container {container_name(target)} that a killed launch of this name left "
+            "(running, exited or Created) is removed first",
         ]
         return [
             step(
                 StepKind.engine,
-                "engine: pull the container image",
+                "engine: the container image",
                 details,
-                [LaunchCommand(argv=["docker", "pull", spec.image])],
+                [remove_command(target.name)],
             )
         ]
 
     def run_model(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> DockerRun:
         """The typed model of this launch; its argv is the only docker argv rigbook runs."""
         fields, rest = split_model_options(self.mapped_args(spec, target)[0])
-        env = {**fields.pop("env"), **spec.env, **self.mounted_env(recipe, spec)}
+        env = {
+            **fields.pop("env"),
+            **spec.env,
+            **self.mounted_env(recipe, spec),
+            **self.host_knobs(spec, target),
+        }
         # Name-only `-e KEY`: docker copies the value from rigbook's environment into the
         # container.
         extra = gpu_env_defaults() if target.gpus else {}
@@ -156,7 +201,10 @@ class DockerEngine(Engine):
             weights=self.weights(recipe, target),
             env=env,
             copy_env=[key for key in extra if key not in spec.env],
-            options=rest,
+            options=[
+                *rest,
+                *(i for k, v in labels(target.name).items() for i in ("--label", f"{k}={v}")),
+            ],
             **fields,
         )
 
@@ -175,10 +223,19 @@ class DockerEngine(Engine):
         )
 
     def stop_commands(self, spec: DockerLaunch, target: Target) -> list[LaunchCommand]:
-        return [LaunchCommand(argv=["docker", "stop", "--time", "20", container_name(target)])]
+        # `stop` lets the engine exit cleanly; `rm` takes what `--rm` does not: a container that
+        # never started (Created) or one whose `docker run` client was killed.
+        return [
+            LaunchCommand(argv=["docker", "stop", "--time", "20", container_name(target)]),
+            remove_command(target.name),
+        ]
 
     def missing(self, spec: DockerLaunch) -> str | None:
-        return None if shutil.which("docker") else "the docker client is not on PATH"
+        if not shutil.which("docker"):
+            return "the docker client is not on PATH"
+        # Before anything is started: a daemon that is down or refuses this user is its own code.
+        check_daemon()
+        return None
 
     def notes(self, recipe: Recipe, spec: DockerLaunch, target: Target) -> list[str]:
         _, dropped = self.mapped_args(spec, target)
@@ -187,6 +244,11 @@ class DockerEngine(Engine):
             f"{key}={spec.env[key]} → {key}={inside}: the fetched weights at the pinned revision, "
             "mounted read-only"
             for key, inside in self.mounted_env(recipe, spec).items()
+        ]
+        notes += [
+            f"{key}={spec.env[key]} → {key}={value}: the host network publishes no port; the "
+            "engine listens where rigbook picked"
+            for key, value in self.host_knobs(spec, target).items()
         ]
         if not self.network_host(target):
             notes.append(

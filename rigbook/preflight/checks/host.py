@@ -22,8 +22,10 @@ def check_docker(ctx: CheckContext) -> list[Finding]:
     findings = []
     if ctx.uses_docker and not docker.available:
         why = "; ".join(e.error for e in docker.errors) or "docker info gave no server version"
+        # A daemon that runs but refuses this user has another remedy than one that is not there.
+        code = "E_DOCKER_DENIED" if "permission denied" in why else "E_DOCKER"
         findings.append(
-            Finding.make("E_DOCKER", f"the recipe runs in Docker; no working Docker engine: {why}")
+            Finding.make(code, f"the recipe runs in Docker; no working Docker engine: {why}")
         )
     if ctx.needs_toolkit and not docker.nvidia_ready:
         dirs = ", ".join(docker.cdi_spec_dirs or DEFAULT_CDI_DIRS)
