@@ -96,7 +96,10 @@ def test_filters_and_paging(hub):
     assert slugs(device_count=4) == {r.slug for r in catalog if r.gpu_count == 4}
     assert slugs(engine="tensorfold") == {r.slug for r in catalog if r.engine == "tensorfold"}
     assert slugs(tag="mtp3") == {SEED_SLUG}
-    assert slugs(tier="builtin") == {"smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"}
+    assert slugs(tier="builtin") == {
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker",
+    }
     assert slugs(model="glm-5-3-flash", device_count=2, tag="fp8-kv") == {
         SEED_SLUG,
         "glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w",
@@ -104,6 +107,7 @@ def test_filters_and_paging(hub):
     assert slugs(q="smollm2 cpu") == {
         "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp",
         "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-ngram",
+        "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp-docker",
         "smollm2-135m-instruct-on-cpu-vllm",
     }
     assert slugs(tag="100%") == set()
