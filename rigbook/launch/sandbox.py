@@ -52,6 +52,16 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PRIVATE = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 #: Homes: hidden; the engine's own home is its folder under RIGBOOK_HOME.
 HOMES = ("/home", "/root")
+#: The system's own secrets (password hashes, SSH host keys, TLS private keys): readable by root,
+#: so masked: an engine started as root would otherwise read them with the rest of the system.
+SYSTEM_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssh",
+    "/etc/ssl/private",
+)
 
 
 def sandbox_dangers(kind: str) -> list[Danger]:
@@ -167,6 +177,11 @@ def wrap(command: LaunchCommand, target: Target, *, reads: list[Path]) -> Launch
             argv += ["--dev-bind", str(device), str(device)]
     for private in [*(p for p in PRIVATE if Path(p).is_dir()), *map(str, hidden)]:
         argv += ["--tmpfs", private]
+    for secret in map(Path, SYSTEM_SECRETS):
+        if secret.is_dir() and not secret.is_symlink():
+            argv += ["--tmpfs", str(secret)]
+        elif secret.is_file() and not secret.is_symlink():
+            argv += ["--ro-bind", "/dev/null", str(secret)]
     if inside("/run", resolv):
         argv += ["--ro-bind-try", str(resolv.parent), str(resolv.parent)]
     for writable in dict.fromkeys([folder, cwd]):

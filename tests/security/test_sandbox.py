@@ -274,3 +274,34 @@ def test_a_home_of_root_is_not_hidden(tmp_path, monkeypatch):
     assert plan.command is not None
     items = plan.command.sandbox
     assert ("--tmpfs", "/") not in set(itertools.pairwise(items))
+
+
+READS_SECRETS = """\
+import json, os, sys
+seen = {}
+for target in sys.argv[1:]:
+    try:
+        if os.path.isdir(target):
+            seen[target] = sorted(os.listdir(target))
+        else:
+            with open(target, "rb") as handle:
+                seen[target] = len(handle.read())
+    except OSError as exc:
+        seen[target] = type(exc).__name__
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.skipif(not Path("/etc/shadow").is_file(), reason="this system has no /etc/shadow")
+def test_the_systems_own_secrets_are_masked(tmp_path, fake_home, rigbook_home):
+    """Run as root, an engine read the whole system (before: /etc/shadow read in full): the
+    password hashes, SSH host keys and TLS private keys are masked (a file refused, a folder
+    empty), the rest of /etc stays readable."""
+    secrets = [p for p in sandbox.SYSTEM_SECRETS if Path(p).exists()]
+    plan, checkout = _script_plan(tmp_path, [*secrets, "/etc/hostname"], [])
+    (checkout / "probe.py").write_text(READS_SECRETS)
+    seen = _run_script(plan, tmp_path)
+    for secret in secrets:
+        assert seen[secret] in (0, [], "PermissionError"), (secret, seen[secret])
+    if Path("/etc/hostname").stat().st_size:
+        assert seen["/etc/hostname"] > 0
