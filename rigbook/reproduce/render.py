@@ -39,10 +39,11 @@ def verdict_table(rep: Reproduction) -> Table:
     table.add_column("users", justify="right", no_wrap=True)
     table.add_column("rate", no_wrap=True)
     table.add_column("claim", justify="right", no_wrap=True)
-    table.add_column("measured [95 % CI]", justify="right", no_wrap=True)
+    # The interval may wrap below its value on a narrow terminal, so "differs" keeps a column.
+    table.add_column("measured [95 % CI]", justify="right")
     table.add_column("ratio", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    table.add_column("differs", overflow="fold")
+    table.add_column("differs", overflow="fold", min_width=7)
     for row in rep.rows:
         style = CALL_STYLE[row.call]
         differs = "not comparable" if row.not_comparable else ", ".join(row.differing) or "—"
