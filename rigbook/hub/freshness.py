@@ -36,6 +36,7 @@ class VersionGate:
         self.clock = clock
         self._version = 0
         self._read_at: float | None = None
+        self.reads = 0  # times read from the database
         self._lock = threading.Lock()
 
     def version(self) -> int:
@@ -48,7 +49,16 @@ class VersionGate:
             found = board_version(session)
         with self._lock:
             self._version, self._read_at = found, now
+            self.reads += 1
         return found
+
+    def fresh(self) -> int | None:
+        """The write version when read less than ``interval_s`` ago, else None (no database read)."""
+        now = self.clock()
+        with self._lock:
+            if self._read_at is not None and now - self._read_at < self.interval_s:
+                return self._version
+        return None
 
     def expire(self) -> None:
         """Read the version again on the next request (this worker has just written)."""
