@@ -5,10 +5,10 @@ The hub's read routes (recipe JSON, recipe pages, the leaderboard's JSON and pag
 what they render per write version (:mod:`rigbook.hub.freshness`); this layer keeps the whole
 answer (status 200, its headers, its body) keyed by the request (path, query, host, scheme) and
 the write version it was made under, and answers from it while this worker's version is fresh.
-When the version is due to be read again, or the answer is not held, the request goes on to the
-application, which reads the version, answers, and leaves its answer here. So a read sees a write
-within the same interval as before, and a worker that wrote sees its write at once
-(:meth:`VersionGate.expire`).
+When the version is due to be read again, this layer reads it (one read off the event loop, which
+every request that finds it due waits for); when the answer is not held, the request goes on to the
+application, which answers and leaves its answer here. So a read sees a write within the same
+interval as before, and a worker that wrote sees its write at once (:meth:`VersionGate.expire`).
 
 Not served here: any method but GET, a request with a body, and every read while a per-address
 read limit is on (each read must be counted).
@@ -16,9 +16,12 @@ read limit is on (each read must be counted).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -94,6 +97,7 @@ class AnswerLayer:
     def __init__(self, app: ASGIApp, state: State):
         self.app = app
         self.state = state  # the application's: its version gate may be replaced (tests do)
+        self._pending: tuple[VersionGate, asyncio.Future[int]] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         limits: Limits = self.state.limits
@@ -110,12 +114,27 @@ class AnswerLayer:
         gate: VersionGate = self.state.version
         store: AnswerStore = self.state.answers
         version = gate.fresh()
-        if version is not None:
-            answer = store.get(version, key)
-            if answer is not None:
-                await self._send(scope, answer, send)
+        if version is None:
+            try:
+                version = await self._read_version(gate)
+            except SQLAlchemyError:  # the database failed: the application answers (503, E_DB)
+                await self.app(scope, receive, send)
                 return
-        await self._pass_on(scope, receive, send, key, version, gate.reads)
+        answer = store.get(version, key)
+        if answer is not None:
+            await self._send(scope, answer, send)
+            return
+        await self._pass_on(scope, receive, send, key, version)
+
+    async def _read_version(self, gate: VersionGate) -> int:
+        """The version read from the database off the event loop, once for all the requests that
+        find it due at the same time (the first reads, the others wait for that read)."""
+        pending = self._pending
+        if pending is None or pending[0] is not gate:
+            future = asyncio.ensure_future(run_in_threadpool(gate.version))
+            self._pending = pending = (gate, future)
+            future.add_done_callback(lambda _: setattr(self, "_pending", None))
+        return await asyncio.shield(pending[1])
 
     @staticmethod
     async def _send(scope: Scope, answer: Answer, send: Send) -> None:
@@ -135,13 +154,7 @@ class AnswerLayer:
         await send({"type": "http.response.body", "body": answer.body})
 
     async def _pass_on(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        key: Key,
-        before: int | None,
-        reads: int,
+        self, scope: Scope, receive: Receive, send: Send, key: Key, before: int
     ) -> None:
         started: list[Message] = []
 
@@ -153,17 +166,12 @@ class AnswerLayer:
                 and not message.get("more_body", False)
                 and len(started) == 1
                 and started[0]["status"] == 200
+                # No newer version seen since the route began: it answered from a state no older
+                # than ``before`` (a newer one is never stale), so the answer is kept under it.
+                and self.state.version.last_read() == before
             ):
-                # Kept only under a version the route answered from a state no older than: one that
-                # stood from before the route ran to now, or the one read while it ran when that was
-                # the only read (a state newer than the key says is never stale).
-                gate: VersionGate = self.state.version
-                version = gate.fresh()
-                if version is not None and (
-                    version == before or (before is None and gate.reads == reads + 1)
-                ):
-                    headers = [(bytes(k).lower(), bytes(v)) for k, v in started[0]["headers"]]
-                    self.state.answers.put(version, key, Answer(headers, message["body"]))
+                headers = [(bytes(k).lower(), bytes(v)) for k, v in started[0]["headers"]]
+                self.state.answers.put(before, key, Answer(headers, message["body"]))
             await send(message)
 
         await self.app(scope, receive, keep)

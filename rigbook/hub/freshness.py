@@ -36,7 +36,6 @@ class VersionGate:
         self.clock = clock
         self._version = 0
         self._read_at: float | None = None
-        self.reads = 0  # times read from the database
         self._lock = threading.Lock()
 
     def version(self) -> int:
@@ -49,7 +48,6 @@ class VersionGate:
             found = board_version(session)
         with self._lock:
             self._version, self._read_at = found, now
-            self.reads += 1
         return found
 
     def fresh(self) -> int | None:
@@ -59,6 +57,11 @@ class VersionGate:
             if self._read_at is not None and now - self._read_at < self.interval_s:
                 return self._version
         return None
+
+    def last_read(self) -> int:
+        """The version as last read, however long ago."""
+        with self._lock:
+            return self._version
 
     def expire(self) -> None:
         """Read the version again on the next request (this worker has just written)."""
