@@ -3,6 +3,7 @@ same bytes and headers, and every write is seen within the version interval (at 
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from starlette.types import Receive, Scope, Send
 
 from rigbook.hub.answers import AnswerLayer
@@ -113,3 +114,11 @@ def test_what_is_never_held(make_hub):
     for _ in range(2):
         limited.client.get(READS[0])
     assert calls == [READS[0]] * 2
+
+
+def test_a_version_the_database_cannot_give_is_E_DB_from_the_application(make_hub):
+    hub = make_hub()
+    with hub.app.state.engine.begin() as conn:
+        conn.execute(text("DROP TABLE hub_state"))
+    answer = hub.client.get(READS[0])
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "E_DB"
