@@ -9,7 +9,7 @@ hub's own import path on SQLite; PostgreSQL gets a copy of those rows), served b
 the same workers, loop and HTTP parser, answering from a dict the bytes the hub answered for the
 same paths. Each target draws its requests from ``--paths`` paths picked at random: the JSON of a
 recipe, the page of a recipe, and a leaderboard page with random filters and offsets. Every path is
-read from the hub six times over six connections first (the baseline's bytes, and each hub worker's
+read from the hub eight times over eight connections first (the baseline's bytes, and each hub worker's
 first reads), so the ladder measures a hub that has answered those reads since the last write.
 
 Then a ladder of open-loop rates (request i due at start + i/rate, latency counted from when it was
@@ -46,7 +46,7 @@ from rigbook.hub.models import Base
 from tests.conftest import free_port
 
 RATES = (100, 200, 400, 700, 1000, 1400, 2000, 2800, 4000)
-WARM_CONNECTIONS = 6
+WARM_CONNECTIONS = 8
 
 
 def copy_to_postgres(sqlite_url: str, pg_url: str) -> None:
@@ -197,6 +197,7 @@ def run_db(db: str, args, root: Path, seeded: Path) -> list[dict]:
         if db == "sqlite":
             url = sqlite_url
         else:
+            (root / "pg").mkdir()
             url, stop_pg = load.start_postgres(root / "pg")
             started = time.monotonic()
             copy_to_postgres(sqlite_url, url)
