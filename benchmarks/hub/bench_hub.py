@@ -197,8 +197,14 @@ def run_db(db: str, args, root: Path, seeded: Path) -> list[dict]:
         if db == "sqlite":
             url = sqlite_url
         else:
-            (root / "pg").mkdir()
-            url, stop_pg = load.start_postgres(root / "pg")
+            # its own folder: PostgreSQL runs as another user, who cannot enter ``root``
+            pg_root = Path(tempfile.mkdtemp(prefix="rigbook-bench-hub-pg-"))
+            url, stop = load.start_postgres(pg_root)
+
+            def stop_pg() -> None:
+                stop()
+                shutil.rmtree(pg_root, ignore_errors=True)
+
             started = time.monotonic()
             copy_to_postgres(sqlite_url, url)
             print(f"copied to PostgreSQL in {time.monotonic() - started:.0f} s", file=sys.stderr)
@@ -322,6 +328,7 @@ def main() -> None:
     args = ap.parse_args()
     args.p99_ms = args.p99_ms or [10.0]
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    commit, dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain"))  # what runs
     load_before = list(os.getloadavg())
     root = Path(tempfile.mkdtemp(prefix="rigbook-bench-hub-"))
     try:
@@ -339,9 +346,12 @@ def main() -> None:
             print(f"seeded in {took:.0f} s", file=sys.stderr)
             if args.seeded:
                 shutil.copyfile(seeded, args.seeded)
-        rows = []
+        rows: list[dict] = []
         for db in args.db or ["sqlite", "postgresql"]:
             rows += run_db(db, args, root, seeded)
+            if args.out:  # each database's rows as soon as they are measured
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
         shown = table(rows, args.p99_ms)
         print(
             f"\n{args.workers} workers, {args.recipes} recipes, {args.results} results, "
@@ -349,13 +359,11 @@ def main() -> None:
         )
         print(shown)
         if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
             (args.out / "table.md").write_text(shown + "\n")
             manifest = {
                 "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "commit": git("rev-parse", "HEAD"),
-                "uncommitted_changes": bool(git("status", "--porcelain")),
+                "commit": commit,
+                "uncommitted_changes": dirty,
                 "machine": machine(),
                 "started_utc": started,
                 "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
