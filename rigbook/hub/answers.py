@@ -17,6 +17,7 @@ read limit is on (each read must be counted).
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections import OrderedDict
 
@@ -29,8 +30,11 @@ from rigbook.hub.freshness import VersionGate
 from rigbook.hub.rates import Limits
 
 DEFAULT_ENTRIES = 8192
-# Only answers whose bytes do not depend on who asks: a recipe's JSON and page, the board.
-CACHED_PREFIXES = ("/api/v1/recipes/", "/r/", "/api/v1/leaderboard.json", "/leaderboard")
+# Only reads whose bytes do not depend on who asks and change only with the write version: a
+# recipe's JSON and page, the board (JSON and page). Any other path goes to the application.
+CACHED_PATHS = re.compile(
+    r"/api/v1/recipes/[^/]+\.json|/r/[^/]+|/api/v1/leaderboard\.json|/leaderboard"
+)
 Key = tuple[str, bytes, bytes, str]
 
 
@@ -80,7 +84,7 @@ class AnswerStore:
 
 def _key(scope: Scope) -> Key | None:
     path: str = scope["path"]
-    if not path.startswith(CACHED_PREFIXES):
+    if not CACHED_PATHS.fullmatch(path):
         return None
     host = next((v for k, v in scope["headers"] if k == b"host"), b"")
     return (path, scope.get("query_string", b""), host, scope.get("scheme", "http"))

@@ -99,10 +99,12 @@ def test_what_is_never_held(make_hub):
     hub = make_hub()
     now = [0.0]
     calls = counted(hub, now)
+    revisions = f"/api/v1/recipes/{SMALL_SLUG}/revisions"
     for _ in range(2):
         assert hub.client.get("/r/no-such-recipe").status_code == 404
         assert hub.client.head(READS[0]).status_code == 200
-    assert calls == ["/r/no-such-recipe", READS[0]] * 2
+        assert hub.client.get(revisions).status_code == 200  # not one of the versioned reads
+    assert calls == ["/r/no-such-recipe", READS[0], revisions] * 2
     # the board's `next` link names the host asked: one answer per host
     calls.clear()
     one = hub.client.get(READS[2]).json()["next"]
