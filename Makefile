@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare clean
+.PHONY: demo test lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare bench-hub clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -146,6 +146,12 @@ bench-compare: setup-test
 	test -x $(PEERS_VENV)/bin/guidellm || benchmarks/scripts/client/install_peers.sh $(PEERS_VENV)
 	$(BIN)/python benchmarks/scripts/client/compare_clients.py --peers-venv $(PEERS_VENV) \
 		$(if $(TOKENIZER),--tokenizer $(TOKENIZER)) --out benchmarks/runs/$(shell date -u +%F)-cpu-client-compare/results.md
+
+# The hub beside a same-stack baseline serving the same bytes, on SQLite and PostgreSQL: each
+# target's highest open-loop rate at p99 <= 10 ms, and the ratio (docs/hub.md). BENCH_HUB_ARGS
+# passes options (e.g. --recipes 2000 --results 10000 --out DIR).
+bench-hub: setup-test system-deps
+	PYTHONPATH=$(CURDIR) $(BIN)/python benchmarks/hub/bench_hub.py $(BENCH_HUB_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV)

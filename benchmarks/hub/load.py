@@ -198,13 +198,24 @@ def targets(recipes: int) -> list[Target]:
     ]
 
 
+# Below uvicorn's keep-alive timeout (5 s): a connection idle longer may have been closed by the
+# server, and a request sent on it ends in IncompleteReadError, counted as the hub's error.
+IDLE_S = 2.0
+
+
 async def fetch(host: str, port: int, pool: list, path: str) -> int:
-    """One GET over a kept-alive connection from ``pool`` (a new one when none is free); the status."""
-    if pool:
-        reader, writer = pool.pop()
-    else:
+    """One GET over a kept-alive connection from ``pool`` (a new one when none is free, or when the
+    free one has idled past IDLE_S); the status."""
+    reader = writer = None
+    while pool:
+        reader, writer, used = pool.pop()
+        if time.monotonic() - used < IDLE_S and not reader.at_eof():
+            break
+        writer.close()
+        reader = writer = None
+    if reader is None or writer is None:
         reader, writer = await asyncio.open_connection(host, port)
-    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     length = next(
@@ -216,7 +227,7 @@ async def fetch(host: str, port: int, pool: list, path: str) -> int:
         0,
     )
     await reader.readexactly(length)
-    pool.append((reader, writer))
+    pool.append((reader, writer, time.monotonic()))
     return status
 
 
@@ -243,7 +254,7 @@ async def open_loop(url: str, target: Target, rate: float, seconds: float) -> di
     await asyncio.gather(*(one(start + i / rate) for i in range(total)))
     wall = time.perf_counter() - start
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    for _reader, writer in pool:
+    for _reader, writer, _used in pool:
         writer.close()
     latencies.sort()
 

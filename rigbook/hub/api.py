@@ -528,7 +528,8 @@ def leaderboard(
     etag = f'W/"{written(request).version()}-{digest}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return cached_answer(request, etag, None)
-    body = cache.get(etag)
+    # The page's `next` link is absolute: one body per base URL the hub is asked at.
+    body = cache.get(f"{etag} {request.base_url}")
     if body is None:
         with sessions() as session:  # the version and the page from one snapshot
             etag = f'W/"{board_version(session)}-{digest}"'
@@ -542,5 +543,5 @@ def leaderboard(
             next=next_url(request, offset, len(items), total, limit),
         )
         body = page.model_dump_json().encode()
-        cache.put(etag, body)
+        cache.put(f"{etag} {request.base_url}", body)
     return cached_answer(request, etag, body)

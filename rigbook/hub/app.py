@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -10,10 +11,12 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from rigbook import __version__
 from rigbook.errors import RigbookError
 from rigbook.hub import pages, reproduction_api
+from rigbook.hub.answers import AnswerLayer, AnswerStore
 from rigbook.hub.api import HTTP_REMEDY, ApiError, router
 from rigbook.hub.cache import AnswerCache
 from rigbook.hub.db import make_engine, session_factory
@@ -56,6 +59,14 @@ def _field_lines(exc: RequestValidationError) -> list[str]:
     return lines
 
 
+class HubApplication(FastAPI):
+    """The hub's FastAPI application behind its answer layer (:mod:`rigbook.hub.answers`), which sees
+    a request before any of the framework's middleware does."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.state.answer_layer(scope, receive, send)
+
+
 def create_app(
     db_url: str | None = None,
     *,
@@ -77,7 +88,7 @@ def create_app(
         if load_builtin:
             load_catalog(sessions)
 
-    app = FastAPI(
+    app = HubApplication(
         title="rigbook hub",
         version=__version__,
         description="Serving recipes for LLMs on your own GPUs, with claimed and measured numbers.",
@@ -89,6 +100,7 @@ def create_app(
     app.state.board_cache = AnswerCache[bytes]()
     app.state.page_cache = AnswerCache[bytes]()
     app.state.recipe_cache = AnswerCache[tuple[str, bytes]](entries=4096)
+    app.state.answers = AnswerStore()
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -166,4 +178,5 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=max_body, max_depth=max_depth)
     app.add_middleware(HeadAsGet)
     app.add_middleware(SecurityHeaders)
+    app.state.answer_layer = AnswerLayer(partial(FastAPI.__call__, app), app.state)
     return app

@@ -50,6 +50,19 @@ class VersionGate:
             self._version, self._read_at = found, now
         return found
 
+    def fresh(self) -> int | None:
+        """The write version when read less than ``interval_s`` ago, else None (no database read)."""
+        now = self.clock()
+        with self._lock:
+            if self._read_at is not None and now - self._read_at < self.interval_s:
+                return self._version
+        return None
+
+    def last_read(self) -> int:
+        """The version as last read, however long ago."""
+        with self._lock:
+            return self._version
+
     def expire(self) -> None:
         """Read the version again on the next request (this worker has just written)."""
         with self._lock:

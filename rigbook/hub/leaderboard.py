@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
-from sqlalchemy import CursorResult, delete, func, select, text, update
+from sqlalchemy import CursorResult, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from rigbook.hub.admission import MEASURED
@@ -35,6 +35,9 @@ CLAIMED: Final = "claimed"
 Evidence = Literal["consistent-with-journal", "measured-unverified", "claimed"]
 EvidenceFilter = Literal["consistent-with-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
+# Up to this many partitions of one metric, model and hardware, a write reranks each on its own
+# (each statement reads only its partition's rows); past it, all of them in one statement.
+RERANK_ONE_BY_ONE = 8
 
 
 class Metric(BaseModel):
@@ -305,16 +308,11 @@ register(
 )
 
 
+PARTITION = ("metric", "scope", "model", "card", "device_count", "concurrency", "measured")
+
+
 def _partition(row: BoardRow) -> tuple:
-    return (
-        row.metric,
-        row.scope,
-        row.model,
-        row.card,
-        row.device_count,
-        row.concurrency,
-        row.measured,
-    )
+    return tuple(getattr(row, k) for k in PARTITION)
 
 
 def _rerank(session: Session, key: tuple) -> None:
@@ -340,6 +338,38 @@ def _rerank(session: Session, key: tuple) -> None:
     )
 
 
+def _rerank_group(session: Session, metric: str, model: str, card: str, device_count: int) -> None:
+    """Number every partition of one metric, model and hardware in one statement (as :func:`_rerank`
+    does one): for a recipe with many partitions, one statement instead of one per partition."""
+    order = "DESC" if (METRICS[metric].higher_is_better if metric in METRICS else True) else "ASC"
+    session.execute(
+        text(
+            "UPDATE board SET rank = ranked.n FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY scope, "
+            f"concurrency, measured ORDER BY value {order}, slug, id) AS n FROM board "
+            "WHERE metric = :metric AND model = :model AND card = :card "
+            "AND device_count = :device_count) AS ranked "
+            "WHERE board.id = ranked.id AND board.rank <> ranked.n"
+        ),
+        {"metric": metric, "model": model, "card": card, "device_count": device_count},
+    )
+
+
+def _rerank_touched(session: Session, touched: set[tuple]) -> None:
+    """Rerank the partitions a write touched: one by one when few, else all of their metric, model and
+    hardware at once (a recipe of thousands of points held the write lock for one statement per
+    partition, and other writers waited past their timeout)."""
+    groups: dict[tuple, list[tuple]] = {}
+    for key in touched:
+        metric, _scope, model, card, device_count, _concurrency, _measured = key
+        groups.setdefault((metric, model, card, device_count), []).append(key)
+    for group, keys in groups.items():
+        if len(keys) <= RERANK_ONE_BY_ONE:
+            for key in keys:
+                _rerank(session, key)
+        else:
+            _rerank_group(session, *group)
+
+
 def _bump_version(session: Session) -> None:
     # An UPDATE's result is a CursorResult; Session.execute is typed as returning Result.
     changed = cast(
@@ -360,6 +390,7 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
     session.execute(delete(BoardRow).where(BoardRow.slug == recipe.slug))
     model = recipe.models[0] if recipe.models else None
     label, card, count = hardware_label(recipe)
+    rows: list[dict[str, Any]] = []
     for finder in FINDERS.values():
         for p in finder(recipe):
             entry = {
@@ -373,27 +404,27 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
                 "per_request_decode_tok_s_median": p.per_request_decode_tok_s_median,
                 "conditions": p.conditions,
             }
-            row = BoardRow(
-                slug=recipe.slug,
-                revision_no=revision_no,
-                metric=p.metric,
-                scope=p.scope,
-                model=model.slug if model else recipe.slug,
-                card=card,
-                device_count=count,
-                concurrency=p.concurrency,
-                measured=p.evidence != CLAIMED,
-                evidence=p.evidence,
-                published_by=p.published_by,
-                value=p.value,
-                rank=0,
-                entry=json.dumps(entry, ensure_ascii=True),
-            )
-            session.add(row)
-            touched.add(_partition(row))
-    session.flush()
-    for key in touched:
-        _rerank(session, key)
+            row = {
+                "slug": recipe.slug,
+                "revision_no": revision_no,
+                "metric": p.metric,
+                "scope": p.scope,
+                "model": model.slug if model else recipe.slug,
+                "card": card,
+                "device_count": count,
+                "concurrency": p.concurrency,
+                "measured": p.evidence != CLAIMED,
+                "evidence": p.evidence,
+                "published_by": p.published_by,
+                "value": p.value,
+                "rank": 0,
+                "entry": json.dumps(entry, ensure_ascii=True),
+            }
+            rows.append(row)
+            touched.add(tuple(row[k] for k in PARTITION))
+    if rows:  # one statement for all of them, not one per row through the ORM's flush
+        session.execute(insert(BoardRow), rows)
+    _rerank_touched(session, touched)
     _bump_version(session)
 
 

@@ -198,3 +198,39 @@ def test_a_nul_in_a_filter_matches_nothing_and_is_no_server_error(hub):
         got = hub.client.get(BOARD, params={key: "x\x00y"})
         assert got.status_code == 200, got.text
         assert got.json()["items"] == []
+
+
+def test_a_recipe_of_many_points_is_written_in_a_few_statements_and_ranked(hub, seed_record):
+    """A recipe of thousands of points held the write lock for one INSERT and one rerank per point,
+    and other writers waited past their timeout; now its board rows are one INSERT and its partitions
+    one rerank."""
+    from sqlalchemy import event
+
+    statements = []
+    event.listen(hub.app.state.engine, "before_cursor_execute", lambda *a: statements.append(1))
+
+    def many(slug: str, scale: float) -> dict:
+        points = [
+            {
+                "concurrency": c,
+                "decode_tok_s": scale * c,
+                "claimed_by": "author",
+                "context_len": 512,
+            }
+            for c in range(1, 301)
+        ]
+        return seed_record | {"slug": slug, "perf_points": points}
+
+    low = hub.client.post("/api/v1/recipes", json=many("many-low", 1.0), headers=hub.auth)
+    assert low.status_code == 201
+    assert len(statements) < 40
+    high = hub.client.post("/api/v1/recipes", json=many("many-high", 2.0), headers=hub.auth)
+    assert high.status_code == 201
+    ranks = {}
+    for slug in "many-high", "many-low":
+        items = hub.client.get(BOARD, params={"recipe": slug, "limit": 500}).json()["items"]
+        assert len(items) == 300
+        ranks[slug] = {e["concurrency"]: e["rank"] for e in items}
+    # at each concurrency, the higher number ranks just above the lower one
+    assert all(ranks["many-low"][c] == ranks["many-high"][c] + 1 for c in range(1, 301))
+    assert ranks["many-high"][300] == 1

@@ -1,0 +1,126 @@
+"""The answer layer: a read answered since the last write is sent again before the framework, the
+same bytes and headers, and every write is seen within the version interval (at once by its writer)."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from starlette.types import Receive, Scope, Send
+
+from rigbook.hub.answers import AnswerLayer
+from rigbook.hub.freshness import VersionGate
+from rigbook.hub.rates import Limits, Rate
+from tests.hub.helpers import SMALL_SLUG, make_result
+
+READS = (
+    f"/api/v1/recipes/{SMALL_SLUG}.json",
+    f"/r/{SMALL_SLUG}",
+    "/api/v1/leaderboard.json?limit=2&offset=1",
+    "/leaderboard?page=1",
+)
+
+
+def counted(hub, now: list[float]) -> list[str]:
+    """Paths that reach the application behind the layer; the hub's version read on a scripted clock."""
+    hub.app.state.version = VersionGate(hub.app.state.sessions, 0.1, clock=lambda: now[0])
+    layer = hub.app.state.answer_layer
+    assert isinstance(layer, AnswerLayer)
+    inner, calls = layer.app, []
+
+    async def counting(scope: Scope, receive: Receive, send: Send) -> None:
+        calls.append(scope["path"])
+        await inner(scope, receive, send)
+
+    layer.app = counting
+    return calls
+
+
+def test_a_held_answer_is_the_applications_own_sent_again_without_it(hub):
+    now = [0.0]
+    calls = counted(hub, now)
+    for path in READS:
+        first = hub.client.get(path)
+        assert first.status_code == 200
+        calls.clear()
+        again = hub.client.get(path)
+        assert calls == [], path
+        assert again.content == first.content
+        assert again.headers.items() == first.headers.items()
+        assert "content-security-policy" in again.headers
+
+
+def test_a_held_answer_answers_its_etag_with_304(hub):
+    now = [0.0]
+    calls = counted(hub, now)
+    for path in READS[0], READS[2]:
+        etag = hub.client.get(path).headers["etag"]
+        calls.clear()
+        same = hub.client.get(path, headers={"if-none-match": f'"other", {etag}'})
+        assert calls == [] and same.status_code == 304 and same.content == b""
+        assert same.headers["etag"] == etag and same.headers["cache-control"]
+        assert "content-type" not in same.headers and "x-frame-options" in same.headers
+        other = hub.client.get(path, headers={"if-none-match": '"other"'})
+        assert calls == [] and other.status_code == 200
+
+
+def test_a_write_elsewhere_shows_within_the_interval_and_its_writer_sees_it_at_once(make_hub):
+    a, b = make_hub(), make_hub(load_builtin=False)
+    now = [0.0]
+    calls = counted(a, now)
+    recipe = a.client.get(READS[0])
+    page = a.client.get(READS[1]).text
+    written = b.client.post(
+        f"/api/v1/recipes/{SMALL_SLUG}/results",
+        headers=b.auth,
+        json=make_result().model_dump(mode="json"),
+    )
+    assert written.status_code == 201
+    now[0] += 0.05  # within the interval: a's held answers, the staleness docs/hub.md states
+    calls.clear()
+    assert a.client.get(READS[0]).content == recipe.content and calls == []
+    now[0] += 0.05  # past it: the request goes on, and the write shows
+    fresh = a.client.get(READS[0])
+    assert calls == [READS[0]] and fresh.headers["etag"] != recipe.headers["etag"]
+    assert "900.3" in a.client.get(READS[1]).text and "900.3" not in page
+    calls.clear()
+    assert a.client.get(READS[0]).content == fresh.content and calls == []  # held again
+    # a's own write: its next read goes on at once, inside the interval
+    again = a.client.post(
+        f"/api/v1/recipes/{SMALL_SLUG}/results",
+        headers=a.auth,
+        json=make_result(decode=(123.4, 456.7)).model_dump(mode="json"),
+    )
+    assert again.status_code == 201
+    calls.clear()
+    mine = a.client.get(READS[0])
+    assert calls == [READS[0]] and mine.headers["etag"] != fresh.headers["etag"]
+
+
+def test_what_is_never_held(make_hub):
+    hub = make_hub()
+    now = [0.0]
+    calls = counted(hub, now)
+    revisions = f"/api/v1/recipes/{SMALL_SLUG}/revisions"
+    for _ in range(2):
+        assert hub.client.get("/r/no-such-recipe").status_code == 404
+        assert hub.client.head(READS[0]).status_code == 200
+        assert hub.client.get(revisions).status_code == 200  # not one of the versioned reads
+    assert calls == ["/r/no-such-recipe", READS[0], revisions] * 2
+    # the board's `next` link names the host asked: one answer per host
+    calls.clear()
+    one = hub.client.get(READS[2]).json()["next"]
+    two = hub.client.get(READS[2], headers={"host": "hub.example"}).json()["next"]
+    assert calls == [READS[2].split("?")[0]] * 2 and one != two and "hub.example" in two
+    # with a per-address read limit every read is counted, so every read goes on
+    limited = make_hub(limits=Limits(reads_per_address=Rate(limit=1000)))
+    calls = counted(limited, now)
+    for _ in range(2):
+        limited.client.get(READS[0])
+    assert calls == [READS[0]] * 2
+
+
+def test_a_version_the_database_cannot_give_is_E_DB_from_the_application(make_hub):
+    hub = make_hub()
+    with hub.app.state.engine.begin() as conn:
+        conn.execute(text("DROP TABLE hub_state"))
+    answer = hub.client.get(READS[0])
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "E_DB"
