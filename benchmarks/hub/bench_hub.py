@@ -360,20 +360,21 @@ def main() -> None:
         print(shown)
         if args.out:
             (args.out / "table.md").write_text(shown + "\n")
+            # The layout every run folder under benchmarks/runs keeps (scripts/benchmarks_index.py).
+            after = list(os.getloadavg())
+            host = machine()
             manifest = {
                 "command": " ".join([Path(sys.executable).name, *sys.argv]),
-                "commit": commit,
-                "uncommitted_changes": dirty,
-                "machine": machine(),
+                "rigbook_commit": commit + (" (with uncommitted changes)" if dirty else ""),
+                "machine": ", ".join(f"{k} {v}" for k, v in host.items()),
+                "load_before": " ".join(f"{x:.2f}" for x in load_before),
+                "load_after": " ".join(f"{x:.2f}" for x in after),
                 "started_utc": started,
                 "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "load_average_before": load_before,
-                "load_average_after": list(os.getloadavg()),
                 "settings": {
                     k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
                 },
                 "files": {
-                    "run.json": "this manifest",
                     "table.md": "the table the command printed",
                     "rows.json": "every ladder step: server, target, rate, sent, errors, p50/p99/max "
                     "ms, achieved rate, the server's CPU ms per answered request, the client's "
