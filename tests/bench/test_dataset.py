@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from rigbook.bench.workloads.dataset import load_dataset, parse_sharegpt, select
 from rigbook.errors import InputError
+from tests.stub_hf_hub import serve_dataset_file
 
 COMMIT = "5c6e2e8e4d9c7c6b1e0f1f2a3b4c5d6e7f80912a"
 REPO = "stub-lab/ShareGPT-stub"
@@ -87,54 +86,15 @@ def test_a_local_file(tmp_path):
 
 @pytest.fixture
 def stub_hub(tmp_path, monkeypatch):
-    data = _jsonl(_rows(20))
-    seen: list[str] = []
-
-    class Hub(BaseHTTPRequestHandler):
-        def _answer(self, with_body: bool) -> None:
-            seen.append(self.path)
-            if self.path.split("?")[0] != f"/datasets/{REPO}/resolve/{COMMIT}/{PATH}":
-                self.send_response(404)
-                self.send_header("X-Error-Code", "EntryNotFound")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
-            self.send_header("X-Repo-Commit", COMMIT)
-            self.end_headers()
-            if with_body:
-                self.wfile.write(data)
-
-        def do_HEAD(self):
-            self._answer(False)
-
-        def do_GET(self):
-            self._answer(True)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    # huggingface_hub reads its cache folder at import: point it at this test's folder.
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(
-        huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub")
-    )
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    yield {"seen": seen, "sha": hashlib.sha256(data).hexdigest()}
-    server.shutdown()
+    with serve_dataset_file(tmp_path, monkeypatch, REPO, COMMIT, PATH, _jsonl(_rows(20))) as hub:
+        yield hub
 
 
 def test_a_hub_dataset_at_its_pinned_commit(stub_hub):
     got = load_dataset(f"hf:{REPO}@{COMMIT}:{PATH}", n=4, seed=2)
-    assert any(p.startswith(f"/datasets/{REPO}/resolve/{COMMIT}/{PATH}") for p in stub_hub["seen"])
+    assert any(
+        p.startswith(f"/datasets/{REPO}/resolve/{COMMIT}/{PATH}") for _, p in stub_hub["seen"]
+    )
     assert got.source == f"hf:{REPO}@{COMMIT}:{PATH}" and got.sha256 == stub_hub["sha"]
     assert len(got.prompts) == 4 and all(p.startswith("Q") for p in got.prompts)
     assert got.prompts == load_dataset(f"hf:{REPO}@{COMMIT}:{PATH}", n=4, seed=2).prompts

@@ -7,14 +7,11 @@ every request, so the test also proves the pinned commit is what was asked for.
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from rigbook.errors import InputError
 from rigbook.quality.suite_spec import load_suite
+from tests.stub_hf_hub import serve_dataset_file
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -46,51 +43,8 @@ def stub_hub(tmp_path, monkeypatch):
     table = pa.Table.from_pylist(_mmlu_pro_rows(30))
     file = tmp_path / "test.parquet"
     pq.write_table(table, file)
-    data = file.read_bytes()
-    etag = hashlib.sha256(data).hexdigest()
-    seen: list[tuple[str, str]] = []
-
-    class Hub(BaseHTTPRequestHandler):
-        def _answer(self, with_body: bool) -> None:
-            seen.append((self.command, self.path))
-            if self.path.split("?")[0] != f"/datasets/{REPO}/resolve/{COMMIT}/{PATH}":
-                self.send_response(404)
-                self.send_header("X-Error-Code", "EntryNotFound")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("ETag", f'"{etag}"')
-            self.send_header("X-Repo-Commit", COMMIT)
-            self.end_headers()
-            if with_body:
-                self.wfile.write(data)
-
-        def do_HEAD(self):
-            self._answer(False)
-
-        def do_GET(self):
-            self._answer(True)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    # huggingface_hub reads its cache folder once, at import: another test may have imported it,
-    # and a file cached by an earlier run must not answer for the stub.
-    import huggingface_hub.constants
-
-    monkeypatch.setattr(
-        huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf-home" / "hub")
-    )
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    yield {"seen": seen, "sha": etag}
-    server.shutdown()
+    with serve_dataset_file(tmp_path, monkeypatch, REPO, COMMIT, PATH, file.read_bytes()) as hub:
+        yield hub
 
 
 def test_fetches_the_pinned_commit_and_reads_mmlu_pro_rows(stub_hub):
