@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from rigbook.bench.result import BenchResult
 from rigbook.hub.api import (
     CACHE_CONTROL,
     READ_STATUSES,
@@ -18,9 +21,12 @@ from rigbook.hub.api import (
     read_limit,
     written,
 )
+from rigbook.hub.llmd import llmd_json
 from rigbook.hub.reproductions import add_reproduction, stored_reproduction, stored_result
 from rigbook.hub.schemas import ReproductionAccepted
 from rigbook.reproduce.document import ReproductionDocument
+
+FORMATS = ("rigbook", "llm-d")
 
 router = APIRouter(prefix="/api/v1", tags=["v1"], dependencies=[Depends(read_limit)])
 
@@ -62,10 +68,34 @@ def _stored(text: str | None, what: str) -> Response:
 
 
 @router.get("/recipes/{slug}/results/{content_hash}.json", responses=answers(*READ_STATUSES))
-def get_result(slug: str, content_hash: str, sessions: Sessions) -> Response:
-    """A bench result published to the recipe, as it was sent: a reproduction's evidence."""
+def get_result(
+    slug: str,
+    content_hash: str,
+    sessions: Sessions,
+    shape: Annotated[
+        str,
+        Query(
+            alias="format",
+            max_length=32,
+            json_schema_extra={"enum": list(FORMATS)},
+            description="'rigbook': the result as it was sent; 'llm-d': one llm-d Benchmark "
+            "Report v0.2 per valid cell, as a JSON array (docs/hub.md).",
+        ),
+    ] = "rigbook",
+) -> Response:
+    """A bench result published to the recipe, as it was sent (a reproduction's evidence), or in
+    llm-d's Benchmark Report schema so other tools can read it."""
+    if shape not in FORMATS:
+        raise ApiError(  # as the leaderboard answers an unknown metric
+            422,
+            "E_INPUT",
+            f"no result format {shape!r}; known: {', '.join(FORMATS)}",
+            remedy="Ask for format=rigbook (the result as published) or format=llm-d.",
+        )
     with sessions() as session:
         found = stored_result(session, slug, content_hash)
+    if found is not None and shape == "llm-d":
+        found = llmd_json(BenchResult.model_validate_json(found)).decode()
     return _stored(found, f"result {content_hash!r} of recipe {slug!r}")
 
 
