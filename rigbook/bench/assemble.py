@@ -121,6 +121,17 @@ def level_point(
     )
 
 
+def makes_a_point(cell: Cell) -> bool:
+    """Whether a cell's numbers stand for the server at a held concurrency (a perf point's)."""
+    return (
+        cell.valid
+        and not cell.client_bound
+        and not buffered_requests(cell.requests)
+        # A trace replay's load is the trace's, not a held concurrency: no point to claim.
+        and cell.trace is None
+    )
+
+
 def assemble(
     cond: Conditions,
     cells: list[Cell],
@@ -145,15 +156,7 @@ def assemble(
         ]
         points = [p for p in found if p is not None]
     else:
-        points = [
-            perf_point(c, cond, extra or {})
-            for c in cells
-            if c.valid
-            and not c.client_bound
-            and not buffered_requests(c.requests)
-            # A trace replay's load is the trace's, not a held concurrency: no point to claim.
-            and c.trace is None
-        ]
+        points = [perf_point(c, cond, extra or {}) for c in cells if makes_a_point(c)]
     failed_warmup = warmup if warmup and not any(r.ok for r in warmup) else []
     return BenchResult(
         conditions=cond,

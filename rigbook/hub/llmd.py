@@ -1,7 +1,8 @@
 """A bench result in the llm-d Benchmark Report schema, version 0.2 (llm-d/llm-d-benchmark).
 
-llm-d's report describes one point of a sweep, so a result gives one report per valid cell (a
-concurrency level, or one repeat of it); invalid cells are left out, as they never become perf points.
+llm-d's report describes one point of a sweep, so a result gives one report per cell that could be a
+perf point (a concurrency level, or one repeat of it); the others (invalid, client-bound, buffered or
+trace-replay cells: see :func:`rigbook.bench.assemble.makes_a_point`) are left out.
 The models below are the subset of the schema rigbook fills, with the schema's field names; a field
 rigbook does not know is left out, never guessed. Times are in seconds (``s``, ``s/token``) as llm-d's
 own converters write them; rigbook's milliseconds are divided by 1000.
@@ -15,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from rigbook.bench.assemble import makes_a_point
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import BenchResult, Cell, Distribution, RequestRecord
 
@@ -384,12 +386,12 @@ def performance(cell: Cell) -> RequestPerformance:
 
 
 def llmd_reports(result: BenchResult) -> list[BenchmarkReport]:
-    """One llm-d Benchmark Report v0.2 per valid cell of ``result``, in cell order."""
+    """One llm-d Benchmark Report v0.2 per cell of ``result`` that could be a perf point, in cell order."""
     name = result.content_hash or "unhashed"
     engine = component(result)
     reports = []
     for cell in result.cells:
-        if not cell.valid:
+        if not makes_a_point(cell):
             continue
         workload = load(result, cell)
         scenario = None

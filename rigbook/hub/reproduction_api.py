@@ -79,7 +79,7 @@ def get_result(
             max_length=32,
             json_schema_extra={"enum": list(FORMATS)},
             description="'rigbook': the result as it was sent; 'llm-d': one llm-d Benchmark "
-            "Report v0.2 per valid cell, as a JSON array (docs/hub.md).",
+            "Report v0.2 per cell that could be a perf point, as a JSON array (docs/hub.md).",
         ),
     ] = "rigbook",
 ) -> Response:

@@ -142,6 +142,13 @@ def test_an_unknown_format_is_refused_with_its_remedy(hub):
     assert missing.json()["error"]["code"] == "E_RECIPE_NOT_FOUND"
 
 
+def test_a_client_bound_cell_gives_no_report(result):
+    # Its numbers measure the client that could not keep up, as for perf points.
+    bound = [c.model_copy(update={"client_bound": True}) for c in result.cells]
+    assert len(llmd_reports(result)) == 1
+    assert llmd_reports(result.model_copy(update={"cells": bound})) == []
+
+
 def test_several_gpus_are_a_generic_component_and_a_rigless_result_has_no_stack(result):
     rig = result.conditions.rig
     assert rig is not None
