@@ -58,7 +58,7 @@ class MultiTurn(Schema):
 class LoadStandardized(Schema):
     tool: str
     tool_version: str
-    source: Literal["random", "sampled", "unknown"]
+    source: Literal["sampled", "unknown"]
     stage: int = Field(ge=0, description="The cell's index in the run.")
     input_seq_len: SequenceLength
     output_seq_len: SequenceLength | None = Field(
