@@ -61,9 +61,11 @@ $(STAMP_DEMO): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHO
 	$(LINK_LLAMA_SERVER)
 	touch $@
 
-$(STAMP_TEST): pyproject.toml setup.py $(READER_SOURCES) $(BIN)/python $(WHEELHOUSE)/.built
+$(STAMP_TEST): pyproject.toml setup.py testkit/pyproject.toml $(READER_SOURCES) $(BIN)/python $(WHEELHOUSE)/.built
 	$(INSTALL_LLAMA_CPP)
 	$(PIP) install -e '.[embedded,quality,test]'
+	@# The test kit (synthetic server, NVML replays, selfbench): a package of its own, outside rigbook's wheel.
+	$(PIP) install -e ./testkit
 	@# Optional for a user (rigbook falls back to its Python client); the tests need it built.
 	$(BIN)/python -c "from rigbook.bench import _reader" || { echo "the compiled bench reader did not build: install a C compiler and Python's headers (Debian: gcc python3-dev)" >&2; exit 1; }
 	$(LINK_LLAMA_SERVER)
@@ -118,12 +120,12 @@ test: setup-test setup-vllm docker-image
 
 # Lint, format check and type check; configured in pyproject.toml.
 lint: $(STAMP_TEST)
-	$(BIN)/ruff check rigbook tests
-	$(BIN)/ruff format --check rigbook tests
+	$(BIN)/ruff check rigbook tests testkit
+	$(BIN)/ruff format --check rigbook tests testkit
 	$(BIN)/mypy
 
 bench-client: setup-test
-	$(BIN)/python -m rigbook.bench.selfbench
+	$(BIN)/python -m rigbook_testkit.selfbench
 
 # Where a streamed token's client CPU goes: the hot path built up one step at a time.
 bench-hot-path: setup-test

@@ -1,8 +1,10 @@
 """Every NVML query the probe makes, against any ``pynvml``-like object.
 
 The only dependency is ``nv``: the ``pynvml`` module itself on a live machine,
-or :class:`rigbook.rig.replay.NvmlReplay` replaying recorded answers in tests.
-Both raise ``pynvml.NVMLError`` subclasses, so the same code runs either way.
+or the test kit's ``rigbook_testkit.nvml_replay.NvmlReplay`` (outside the wheel) replaying
+recorded answers in tests. That argument is the whole seam: no setting or environment variable
+switches rigbook to a replay. Both raise ``pynvml.NVMLError`` subclasses, so the same code runs
+either way.
 A query that fails leaves its field null and adds a :class:`ProbeError`.
 """
 

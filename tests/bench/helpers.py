@@ -16,6 +16,7 @@ import httpx
 from rigbook.bench.client import RawRequest, apply_event
 from rigbook.bench.measure import Measurement, MeasureRequest, Progress, measure
 from rigbook.bench.result import BenchResult
+from rigbook_testkit import launch
 from tests.conftest import free_port
 
 
@@ -100,36 +101,18 @@ def within(a: float, b: float, rel: float) -> bool:
     return abs(a - b) <= rel * abs(b)
 
 
-def start_synthetic(*args: str):
-    """The synthetic server as its own process; returns (process, base URL)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/v1/models", timeout=1)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("synthetic server did not start")
+def start_synthetic(*args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The test kit's synthetic server as its own process, on a port from
+    :func:`tests.conftest.free_port`; returns (process, base URL)."""
+    return launch.start_synthetic(*args, port=free_port())
 
 
 @contextmanager
 def synthetic_server(options: str) -> Iterator[str]:
     """:func:`start_synthetic` with ``options`` as typed, for the length of a ``with`` block;
     yields the base URL."""
-    proc, url = start_synthetic(*options.split())
-    try:
+    with launch.serving(*options.split(), port=free_port()) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def outcome(raw: RawRequest) -> dict:

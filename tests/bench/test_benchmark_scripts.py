@@ -87,7 +87,7 @@ def test_selfbench_prints_the_judged_stall_of_either_client(client):
     """`make bench-client` measured only the Python client's ticker stall; the compiled client
     has none, and the table's stall column holds what its cells were judged on."""
     done = subprocess.run(
-        [sys.executable, "-m", "rigbook.bench.selfbench", *SMALL, "--client", client],
+        [sys.executable, "-m", "rigbook_testkit.selfbench", *SMALL, "--client", client],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from rigbook.bench.server_metrics import compare, parse
-from rigbook.bench.synthetic_record import Counters
+from rigbook_testkit.synthetic_record import Counters
 from tests.bench.helpers import measure_bench, synthetic_server
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rigbook.bench.result import load_result, verify_hash
-from rigbook.bench.synthetic_server import _events
+from rigbook_testkit.synthetic_server import _events
 from tests.bench.helpers import bench, recorded, synthetic_server, within
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rigbook.bench.metrics import build_cell
 from rigbook.bench.result import RequestRecord
-from rigbook.bench.telemetry import ReplayReader, Sampler, open_reader, throttle_names
+from rigbook.bench.telemetry import Sampler, open_reader, throttle_names
+from rigbook_testkit.telemetry_replay import ReplayReader
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "rigs" / "h200-1gpu-vm.energy-under-load.json"
 

@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from rigbook.bench.synthetic_accept import listener, serve_stamped
+from rigbook_testkit.synthetic_accept import listener, serve_stamped
 from tests.bench.helpers import bench, start_synthetic
 
 

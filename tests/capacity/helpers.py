@@ -6,8 +6,8 @@ import asyncio
 from pathlib import Path
 
 from rigbook.bench import MeasureRequest
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity import CapacityResult, CapacitySpec, SearchSettings, parse_slo, run_capacity
+from rigbook_testkit.synthetic_curves import Curve
 from tests.bench.helpers import start_synthetic
 
 # 30-token replies, 3 tokens a chunk: at ~100 tok/s a request takes 0.3 s, long enough that

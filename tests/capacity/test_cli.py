@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.result import load_capacity
+from rigbook_testkit.synthetic_curves import Curve
 from tests.capacity.helpers import MAX_TOKENS, serve
 
 

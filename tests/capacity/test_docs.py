@@ -49,7 +49,9 @@ def test_every_option_it_names_is_one_of_rigbooks():
     everywhere = set().union(*(_options(c) for c in COMMANDS.values()))
     named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", DOC))
     # Not rigbook's own: the synthetic server's flag, and the vLLM recipe's engine arguments.
-    synthetic = (ROOT / "rigbook" / "bench" / "synthetic_server.py").read_text(encoding="utf-8")
+    synthetic = (ROOT / "testkit" / "rigbook_testkit" / "synthetic_server.py").read_text(
+        encoding="utf-8"
+    )
     vllm = resolve_recipe("smollm2-135m-instruct-on-cpu-vllm").rigbook.launch.args  # type: ignore[union-attr]
     others = {o for o in ("--curve",) if f'"{o}"' in synthetic} | set(vllm)
     assert {"--curve", "--dtype", "--max-num-seqs"} <= others
@@ -68,7 +70,7 @@ def test_every_code_it_names_exists():
 
 
 def test_every_file_and_module_it_names_exists():
-    paths = set(re.findall(r"`((?:rigbook|tests|docs|benchmarks)/[\w./-]*)`", DOC))
+    paths = set(re.findall(r"`((?:rigbook|testkit|tests|docs|benchmarks)/[\w./-]*)`", DOC))
     paths |= set(re.findall(r"\b((?:docs|tests)/[\w/]+\.(?:md|py))\b", DOC))
     assert paths
     missing = [p for p in paths if not (ROOT / p).exists()]

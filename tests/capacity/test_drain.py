@@ -7,8 +7,8 @@ import json
 
 import httpx
 
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.drain import IdleWait, in_flight_from_metrics, in_flight_from_slots
+from rigbook_testkit.synthetic_curves import Curve
 from tests.capacity.helpers import serve
 
 VLLM = """# HELP vllm:num_requests_running Number of requests in model execution batches.

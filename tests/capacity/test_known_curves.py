@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from rigbook.bench.result import load_result
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.result import load_capacity
 from rigbook.errors import RigbookError
+from rigbook_testkit.synthetic_curves import Curve
 from tests.capacity.helpers import capacity, serve
 
 

@@ -11,11 +11,11 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity.serve import serving
 from rigbook.cli.app import app as cli
 from rigbook.launch import state
 from rigbook.recipe import EMBEDDED_SLUG
+from rigbook_testkit.synthetic_curves import Curve
 from tests.capacity.helpers import MAX_TOKENS, serve
 from tests.capacity.test_cli import rigbook
 

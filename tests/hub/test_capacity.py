@@ -18,7 +18,6 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from rigbook.bench import MeasureRequest
-from rigbook.bench.synthetic_curves import Curve
 from rigbook.capacity import CapacityResult, CapacitySpec, SearchSettings, parse_slo, run_capacity
 from rigbook.capacity.result import hash_as_written, save_capacity
 from rigbook.cli.app import app as cli
@@ -29,6 +28,7 @@ from rigbook.hub.leaderboard import slo_scope
 from rigbook.recipe import EMBEDDED_SLUG
 from rigbook.recipe.catalog import list_recipes
 from rigbook.recipe.load import dump_recipe
+from rigbook_testkit.synthetic_curves import Curve
 from tests.capacity.helpers import MAX_TOKENS, serve
 from tests.hub.conftest import GENEROUS
 from tests.hub.helpers import live_hub

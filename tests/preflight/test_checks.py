@@ -15,7 +15,7 @@ from rigbook.rig.cards import parse_card, primary_variant
 from rigbook.rig.model import Disk, P2PTest, load_rig
 from rigbook.rig.nvml import read_nvml
 from rigbook.rig.probe import rig_from_nvml
-from rigbook.rig.replay import NvmlReplay
+from rigbook_testkit.nvml_replay import NvmlReplay
 from tests.conftest import FIXTURES
 
 GUIDE = "glm-5-3-flash-exl3-on-2x-rtx-pro-6000-blackwell-tensorfold-300w"

@@ -9,7 +9,7 @@ import pynvml
 import pytest
 
 from rigbook.rig.nvml import read_nvml
-from rigbook.rig.replay import NvmlReplay
+from rigbook_testkit.nvml_replay import NvmlReplay
 from tests.conftest import FIXTURES
 
 H200 = FIXTURES / "rigs" / "h200-1gpu-vm.nvml.json"

@@ -36,13 +36,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import httpx
+
+from rigbook_testkit.launch import start_synthetic
 
 REPO = Path(__file__).resolve().parents[3]
 PROMPT_TOKENS = 32
@@ -91,36 +92,6 @@ class Startup:
 
     median: float
     spread: float
-
-
-def free_port() -> int:
-    """A loopback port free now."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(*options: str) -> tuple[subprocess.Popen, str]:
-    """The synthetic server as its own process with these options; returns it and its URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rigbook.bench.synthetic_server", "--port", str(port), *options],
-        cwd=REPO,
-        # Its stderr is left open: a traceback there is how a request it could not serve shows.
-        stdout=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": _with_repo()},
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            httpx.get(url + "/v1/models", timeout=1)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("synthetic server did not start")
 
 
 def generated(url: str) -> float:
@@ -385,8 +356,9 @@ def measure_point(
     startup_cpu: dict[str, Startup],
 ) -> Run:
     run = Run(tool=tool, rate=rate, streams=streams)
-    server, url = start_server(
-        "--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    server, url = start_synthetic(
+        *("--rate", str(rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"),
+        show_stderr=True,
     )
     try:
         httpx.post(url + "/_reset")

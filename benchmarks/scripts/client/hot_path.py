@@ -38,11 +38,9 @@ import httptools
 import orjson
 import uvloop
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_clients import start_server
-
 from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
 from rigbook.bench.scheduler import ClientMonitor
+from rigbook_testkit.launch import start_synthetic
 
 
 class _Reads(asyncio.Protocol):
@@ -201,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per step; the median is printed")
     ap.add_argument("--steps", default=",".join(STEPS), help="which steps, in order")
     args = ap.parse_args(argv)
-    proc, url = start_server(
-        "--rate", f"{args.rate:g}", "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    proc, url = start_synthetic(
+        *f"--rate {args.rate:g} --falloff 0 --tokens-per-chunk 1 --ttft-s 0.03".split(),
+        show_stderr=True,
     )
     print(f"{_load()} before; {args.streams} streams x {args.rate:g} tok/s, 1 token per event")
     build = Path(tempfile.mkdtemp(prefix="rigbook-hot-path-"))

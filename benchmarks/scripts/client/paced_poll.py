@@ -24,14 +24,12 @@ import socket
 import struct
 import sys
 import time
-from pathlib import Path
 
 import httptools
 import httpx
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_clients import start_server
+from rigbook_testkit.launch import start_synthetic
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 ANCILLARY = socket.CMSG_SPACE(16)
@@ -136,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=200)
     ap.add_argument("--period-ms", type=float, default=2.0)
     args = ap.parse_args(argv)
-    proc, url = start_server(
-        "--rate", f"{args.rate:g}", "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    proc, url = start_synthetic(
+        *f"--rate {args.rate:g} --falloff 0 --tokens-per-chunk 1 --ttft-s 0.03".split(),
+        show_stderr=True,
     )
     print("load average {:.2f}, {:.2f}, {:.2f} before".format(*os.getloadavg()))
     try:

@@ -1,7 +1,7 @@
 """How many tokens a second the synthetic server emits on this machine, read by a cheap reader.
 
 For each server process count and tokens per SSE event, a fresh synthetic server
-(``rigbook.bench.synthetic_server``, no TTFT, no falloff) is offered ``--streams`` paced streams.
+(``rigbook_testkit.synthetic_server``, no TTFT, no falloff) is offered ``--streams`` paced streams.
 Each stream asks for ``--rate`` × tokens-per-event tok/s, so every setting offers the same number
 of events a second and only the tokens each event carries change. The readers are
 ``--readers`` processes of raw non-blocking sockets that send the request, drain the reply and
@@ -30,7 +30,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-from compare_clients import start_server
+
+from rigbook_testkit.launch import start_synthetic
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -125,7 +126,7 @@ def read_streams(
 
 def measure(processes: int, tokens_per_event: int, args: argparse.Namespace) -> Ceiling:
     """One server setting: warm up, then count what the server sent over the window."""
-    proc, url = start_server(
+    proc, url = start_synthetic(
         "--rate",
         str(args.rate * tokens_per_event),
         "--falloff",
@@ -136,6 +137,7 @@ def measure(processes: int, tokens_per_event: int, args: argparse.Namespace) -> 
         str(tokens_per_event),
         "--processes",
         str(processes),
+        show_stderr=True,
     )
     port = int(url.rsplit(":", 1)[1])
     # A stream lasts about a second, so the window sees streams end and new ones connect.

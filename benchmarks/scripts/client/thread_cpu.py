@@ -22,7 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from compare_clients import REPO, _with_repo, generated, start_server
+from compare_clients import REPO, _with_repo, generated
+
+from rigbook_testkit.launch import start_synthetic
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -54,8 +56,9 @@ def main() -> None:
     if lead < 1.0:
         ap.error("the replies must last the window and a second either side: more --tokens")
     print(f"load average before: {os.getloadavg()}", flush=True)
-    server, url = start_server(
-        "--rate", str(args.rate), "--falloff", "0", "--tokens-per-chunk", "1", "--ttft-s", "0.03"
+    server, url = start_synthetic(
+        *f"--rate {args.rate} --falloff 0 --tokens-per-chunk 1 --ttft-s 0.03".split(),
+        show_stderr=True,
     )
     with tempfile.TemporaryDirectory() as tmp:
         bench = subprocess.Popen(

@@ -26,7 +26,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from compare_clients import REPO, _with_repo, start_server
+from compare_clients import REPO, _with_repo
+
+from rigbook_testkit.launch import start_synthetic
 
 TOLERANCE_PCT = 1.0
 
@@ -79,7 +81,7 @@ def main() -> None:
     clients = ["python", "compiled"] if compiled.available() else ["python"]
     streams = [int(s) for s in args.streams.split(",")]
     print(f"load average before: {os.getloadavg()}", flush=True)
-    server, url = start_server(
+    server, url = start_synthetic(
         "--rate",
         str(args.rate),
         "--falloff",
@@ -88,6 +90,7 @@ def main() -> None:
         "1",
         "--ttft-s",
         str(args.ttft_s),
+        show_stderr=True,
     )
     names = ["aggregate_tok_s", "per_request_decode_tok_s", "ttft_ms"]
     print(

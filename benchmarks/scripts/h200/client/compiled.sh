@@ -6,7 +6,7 @@
 # OUT/log.txt.
 set -uo pipefail
 : "${GPU:?}" "${OUT:?}" "${WORK:=/tmp/h200-compiled}"
-export PYTHONPATH="$PWD:$WORK/site" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD:$PWD/testkit:$WORK/site" PYTHONUNBUFFERED=1
 LOG="$OUT/log.txt"
 mkdir -p "$WORK"
 step() { echo "== $* ($(date -u +%T), load $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$LOG"; }
@@ -31,5 +31,5 @@ for client in auto python compiled; do
   python3 benchmarks/scripts/client/thread_cpu.py --client "$client" --tokens 800 --window 12 2>&1 | tee -a "$LOG"
 done
 step "selfbench"
-python3 -m rigbook.bench.selfbench --levels 1,4,64,256 --tokens 600 2>&1 | tee -a "$LOG"
+python3 -m rigbook_testkit.selfbench --levels 1,4,64,256 --tokens 600 2>&1 | tee -a "$LOG"
 step "end"

@@ -16,7 +16,7 @@ more than that many streams is refused with HTTP 503. ``noise`` gives every requ
 rate factor, ``exp(N(0, noise))`` from a seeded generator, as a noisy server would.
 
 ``users_at`` is the true answer a search should find; ``python -m
-rigbook.bench.synthetic_server --curve '{"shape": "cliff", "knee": 12}'`` serves a curve.
+rigbook_testkit.synthetic_server --curve '{"shape": "cliff", "knee": 12}'`` serves a curve.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What the synthetic server counts and records: its Prometheus counters (shared by every process
 of one server) and each request as it was served, the truth the bench client is checked against.
-Apart from :mod:`rigbook.bench.synthetic_server` so that its pacer
-(:mod:`rigbook.bench.synthetic_pacer`) can count and record without importing the server."""
+Apart from :mod:`rigbook_testkit.synthetic_server` so that its pacer
+(:mod:`rigbook_testkit.synthetic_pacer`) can count and record without importing the server."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class Served:
     """One request as the server handled it; times on ``time.perf_counter``.
 
     ``received`` is when the kernel received the request's first bytes
-    (:mod:`rigbook.bench.synthetic_accept`), ``arrival`` when the server had read the whole
+    (:mod:`rigbook_testkit.synthetic_accept`), ``arrival`` when the server had read the whole
     request. Between the two it waits on whatever else the server's loop is doing: a client sees
     that wait in its TTFT; an engine's own TTFT histogram, which starts as the engine gets the
     request (and this server's ``/metrics``, which starts at ``arrival``), does not."""

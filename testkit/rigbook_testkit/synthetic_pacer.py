@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rigbook.bench.synthetic_record import Counters, Served
+    from rigbook_testkit.synthetic_record import Counters, Served
 
 # uvloop's timers count whole milliseconds (a delay under 0.5 ms rounds to none): an event due
 # within half of one is sent now, or the timer would spin until it falls due.

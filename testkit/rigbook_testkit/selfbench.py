@@ -1,5 +1,8 @@
 """Benchmark of the bench client itself (`make bench-client`).
 
+A command of the repository, not of the product: no rigbook command runs it, so it lives in the
+test kit beside the synthetic server it measures against.
+
 Runs the synthetic server as its own process, one token per event (the worst
 case: one SSE event per token), at several concurrency levels. Prints, per level,
 the streamed rate, the worst per-request and the aggregate error against the
@@ -16,10 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import get_args
 
@@ -30,38 +31,9 @@ from rich.table import Table
 
 from rigbook.bench.clients import ClientChoice
 from rigbook.bench.measure import MeasureRequest, measure
+from rigbook_testkit.launch import start_synthetic, stop
 
 TOLERANCE = 0.01
-
-
-def _start_server(port: int, rate: float) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook.bench.synthetic_server",
-            "--port",
-            str(port),
-            "--rate",
-            str(rate),
-            "--falloff",
-            "0",
-            "--tokens-per-chunk",
-            "1",
-            "--ttft-s",
-            "0.03",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-            return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("synthetic server did not start")
 
 
 # The marked figures as one letter each, for the table (its legend is printed under it).
@@ -172,9 +144,19 @@ def main(argv: list[str] | None = None) -> int:
         help="which client streams the requests (default: rigbook bench's)",
     )
     args = ap.parse_args(argv)
-    port = args.port or _free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = _start_server(port, args.rate)
+    server, url = start_synthetic(
+        *(
+            "--rate",
+            str(args.rate),
+            "--falloff",
+            "0",
+            "--tokens-per-chunk",
+            "1",
+            "--ttft-s",
+            "0.03",
+        ),
+        port=args.port or None,
+    )
     console = Console()
     console.print(f"machine load before: {_load()}")
     rows = []
@@ -193,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                     + f", aggregate err {row['aggregate_err']:.3%}"
                 )
     finally:
-        server.terminate()
-        server.wait(10)
+        stop(server)
     table = Table(
         title=f"bench client vs synthetic server ({args.rate:g} tok/s per request, 1 token per "
         f"event; {rows[0]['client']} timestamps)",
@@ -261,14 +242,6 @@ def main(argv: list[str] | None = None) -> int:
 def _load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ request it cannot read is answered 400. Each model id is a scenario:
   error, goes silent for ``stall_s``, or drops the connection half-way.
 
 The per-request rate falls as concurrency rises: ``rate / (1 + falloff·(active−1))``, or as
-a known curve says (``--curve``, :mod:`rigbook.bench.synthetic_curves`).
+a known curve says (``--curve``, :mod:`rigbook_testkit.synthetic_curves`).
 ``POST /tokenize`` counts a prompt's words, its tokens. ``POST /_reset`` clears the record. ``GET /_record`` returns what the server did: for each request
-when the kernel received it (:mod:`rigbook.bench.synthetic_accept`) and when the server read it, the
+when the kernel received it (:mod:`rigbook_testkit.synthetic_accept`) and when the server read it, the
 send time of every chunk and the tokens each carried, computed into the same
 metrics the client reports. ``GET /_sent`` gives the tokens sent and the stream writes that
 carried them, summed over all processes (``benchmarks/scripts/client/server_ceiling.py`` reads it). ``GET /metrics`` gives Prometheus counters named as vLLM names
@@ -24,13 +24,13 @@ them (``vllm:generation_tokens_total``, ``vllm:prompt_tokens_total`` and the
 ``vllm:time_to_first_token_seconds`` histogram, and the ``vllm:num_requests_running`` gauge of
 requests in flight), or as llama-server or SGLang do
 (``--metrics-flavor``), so the bench's server-side cross-check is tested here.
-``--prefix-cache`` models a prefix cache exactly (:mod:`rigbook.bench.synthetic_prefix`): each
+``--prefix-cache`` models a prefix cache exactly (:mod:`rigbook_testkit.synthetic_prefix`): each
 response says its cached prompt tokens, ``/metrics`` counts vLLM's prefix-cache queries and hits, and
 ``--prefill-ms-per-token`` makes every uncached prompt token cost TTFT.
 
 Built to outrun the client it checks (at least 50,000 tok/s on two cores): every
 event of a reply is rendered once and cached as bytes, one timer per process sends the
-events that fall due on all streams (:mod:`rigbook.bench.synthetic_pacer`), events of one
+events that fall due on all streams (:mod:`rigbook_testkit.synthetic_pacer`), events of one
 stream that fall due together go out in one write, and ``--processes N`` serves one port
 from N processes (SO_REUSEPORT) whose counters are summed in shared memory.
 """
@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from rigbook.bench.synthetic_accept import listener, serve_stamped
-from rigbook.bench.synthetic_curves import Curve
-from rigbook.bench.synthetic_pacer import Pacer, Stream
-from rigbook.bench.synthetic_prefix import PrefixCache
-from rigbook.bench.synthetic_record import FLAVORS, Counters, Served
+from rigbook_testkit.synthetic_accept import listener, serve_stamped
+from rigbook_testkit.synthetic_curves import Curve
+from rigbook_testkit.synthetic_pacer import Pacer, Stream
+from rigbook_testkit.synthetic_prefix import PrefixCache
+from rigbook_testkit.synthetic_record import FLAVORS, Counters, Served
 
 SCENARIOS = (
     "synthetic",
@@ -542,7 +542,7 @@ def _serve_forever(
 
 
 def main() -> None:
-    """``python -m rigbook.bench.synthetic_server --port 8123``"""
+    """``python -m rigbook_testkit.synthetic_server --port 8123``"""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8123)
     ap.add_argument(
