@@ -41,8 +41,10 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_clients import start_server
 
-from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
+from rigbook.bench.client import ReadWatch, Target, stream_chat
 from rigbook.bench.scheduler import ClientMonitor
+from rigbook.openai.body import encode
+from rigbook.openai.stream import RawRequest
 
 
 class _Reads(asyncio.Protocol):
