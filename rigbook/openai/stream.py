@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 from array import array
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -131,14 +133,16 @@ def _count(value: object) -> int | None:
     raise ValueError(f"not a token count: {value!r}")
 
 
-def _text(content: object, before: str | None) -> str | None:
-    """The reply text an event holds so far, with one choice's ``content`` added; content that is
-    not a string (where the text is kept) is an event of the wrong shape."""
-    if content is None or content == "":
-        return before
-    if type(content) is not str:
-        raise ValueError(f"content is not a string: {content!r}")
-    return content if before is None else before + content
+def _content(choices: Iterable[Any]) -> str:
+    """The reply text of an event's choices (where the text is kept); content that is not a
+    string is an event of the wrong shape."""
+    text = ""
+    for choice in choices:
+        content = (choice.get("delta") or {}).get("content")
+        if content is not None and type(content) is not str:
+            raise ValueError(f"content is not a string: {content!r}")
+        text += content or ""
+    return text
 
 
 def apply_event(raw: RawRequest, data: dict, now: float) -> None:
@@ -154,8 +158,6 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
         return
     token = -1  # what the event carries: -1 no token, 0 content, 1 reasoning
     finish = None
-    keep = raw.text
-    content = None
     for choice in data.get("choices") or ():
         delta = choice.get("delta")
         if delta and token < 0:
@@ -163,9 +165,9 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
             # A tool call's deltas are tokens the model generated, stamped and counted as such.
             if reasoning or delta.get("content") or delta.get("tool_calls"):
                 token = 1 if reasoning else 0
-        if keep is not None and delta:
-            content = _text(delta.get("content"), content)
         finish = choice.get("finish_reason") or finish
+    keep = raw.text
+    content = None if keep is None else _content(data.get("choices") or ())
     if finish is not None and type(finish) is not str:
         raise ValueError(f"finish_reason is not a string: {finish!r}")
     usage = data.get("usage")
@@ -176,11 +178,13 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
         details = usage.get("completion_tokens_details")
         reasoning_reported = _count(details.get("reasoning_tokens")) if details else None
     timings = data.get("timings")
-    drafted = accepted = cached = None
+    drafted = accepted = None
     if type(timings) is dict:
         if "draft_n" in timings:
             drafted, accepted = _count(timings["draft_n"]), _count(timings.get("draft_n_accepted"))
         cached = timings.get("cache_n")
+        if type(cached) is int and cached >= 0:  # nothing below raises: the event is taken
+            raw.cache_n = cached
     if token >= 0:
         raw.times.append(now)
         raw.reasoning.append(token)
@@ -197,8 +201,6 @@ def apply_event(raw: RawRequest, data: dict, now: float) -> None:
             raw.reasoning_tokens_reported = reasoning_reported
     if drafted is not None:
         raw.draft_tokens, raw.draft_accepted = drafted, accepted
-    if type(cached) is int and cached >= 0:
-        raw.cache_n = cached
     if keep is not None and content:
         keep.append(content)
 
