@@ -302,7 +302,7 @@ static void on_body(Reader *r, Stream *s, const char *d, size_t n, double t) {
 }
 
 /* A header's value as a message quotes it: before any parameter, trimmed, lower case, printable
- * ASCII only, 60 characters at most (client._media writes the same). */
+ * ASCII only, 60 characters at most (rigbook.openai.stream._media writes the same). */
 static void media_of(const char *v, const char *eol, char *out) {
     const char *stop = v;
     while (stop < eol && *stop != ';' && *stop != '\r') stop++;
@@ -358,7 +358,7 @@ static int on_head(Reader *r, Stream *s) {
         p = nl;
     }
     s->status = status;
-    /* Why a 2xx reply is no event stream to time: client.stream_format_fault, word for word. */
+    /* Why a 2xx reply is no event stream to time: rigbook.openai.stream.stream_format_fault, word for word. */
     char why[256];
     if (status >= 200 && status < 300 && encoding[0] && strcmp(encoding, "identity") != 0) {
         snprintf(why, sizeof why,

@@ -3,7 +3,7 @@
  * Why: parsing every event in Python (orjson, then a dict walk) was most of the event loop's
  * cost per token with the compiled reader. Nearly every event of a stream is a token: one choice
  * whose delta holds content or reasoning, perhaps the usage so far. `token_event` recognises
- * exactly those and says what `client.apply_event` would do with them; the reader then hands them
+ * exactly those and says what `rigbook.openai.stream.apply_event` would do with them; the reader then hands them
  * to Python as arrays, a run of tokens at a time.
  *
  * It is not a second parser of what a server may send. It answers 1 only where it is sure that

@@ -1,4 +1,5 @@
-"""The request body the bench sends: the profile's sampling, reply length and thinking switch.
+"""The request bodies the bench sends: the profile's sampling, reply length and thinking switch,
+as :func:`rigbook.openai.body.chat_body` spells them.
 
 The streaming itself is rigbook.bench.client, the hot path.
 """
@@ -8,28 +9,23 @@ from __future__ import annotations
 import copy
 import secrets
 
-from rigbook.bench.client import encode
 from rigbook.bench.profiles import Profile
+from rigbook.openai.body import chat_body, encode, with_prefix
 
 
 def chat_payload(profile: Profile, model: str, prompt: str, max_tokens: int) -> dict:
     """The request body: the profile's sampling, reply length held, thinking as the engines spell it."""
-    body: dict = {
-        "model": model,
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens,
-        "temperature": profile.temperature,
-        "top_p": profile.top_p,
-        "stream": True,
-        # vLLM/SGLang send usage on every chunk with continuous_usage_stats; others ignore it.
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        # Qwen3/DeepSeek templates read enable_thinking, GLM/Kimi read thinking.
-        "chat_template_kwargs": {"enable_thinking": profile.thinking, "thinking": profile.thinking},
-    }
-    if profile.hold_length:
-        body["ignore_eos"] = True
-        body["min_tokens"] = max_tokens
-    return body
+    return chat_body(
+        model,
+        prompt,
+        max_tokens=max_tokens,
+        temperature=profile.temperature,
+        top_p=profile.top_p,
+        stream=True,
+        continuous_usage=True,
+        thinking=profile.thinking,
+        hold_length=profile.hold_length,
+    )
 
 
 class RequestBodies:
@@ -58,7 +54,5 @@ class RequestBodies:
         if self._fixed is not None:
             return self._fixed[i % len(self._fixed)]
         self._made += 1
-        payload = copy.deepcopy(self._payloads[i % len(self._payloads)])
-        message = payload["messages"][0]
-        message["content"] = f"Request {self._tag}-{self._made}. {message['content']}"
-        return encode(payload)
+        payload = self._payloads[i % len(self._payloads)]
+        return encode(with_prefix(payload, f"Request {self._tag}-{self._made}. "))

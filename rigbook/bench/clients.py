@@ -5,7 +5,7 @@
 - ``python`` (:class:`LoopClient`): the asyncio client of :mod:`rigbook.bench.client`, stamped at
   each read and watched by :class:`~rigbook.bench.scheduler.ClientMonitor`.
 
-Both fill the same :class:`~rigbook.bench.client.RawRequest` with the same parser, and the result's
+Both fill the same :class:`~rigbook.openai.stream.RawRequest` with the same parser, and the result's
 ``ClientLoad.timestamps`` says which one measured a cell (``kernel`` for the compiled one).
 """
 
@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Literal, Protocol
 
 from rigbook.bench import compiled
-from rigbook.bench.client import RawRequest, ReadWatch, Target, stream_chat
+from rigbook.bench.client import ReadWatch, Target, stream_chat
 from rigbook.bench.result import ClientLoad
 from rigbook.bench.scheduler import ClientMonitor
 from rigbook.codes import Code
 from rigbook.errors import InputError
+from rigbook.openai.stream import RawRequest
 
 ClientChoice = Literal["auto", "compiled", "python"]
 

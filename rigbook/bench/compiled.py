@@ -6,8 +6,8 @@ events share one wake-up, frames HTTP and SSE, and stamps each event with when t
 it, so a late read moves no timestamp. Every batch comes back through one eventfd on the event
 loop. An event that is one token and nothing else (nearly every event) is read in C
 (``_reader_events.c``) and comes back in runs, as arrays, folded by
-:func:`~rigbook.bench.client.apply_tokens`; every other event (a finish reason, an error, usage
-with details, anything unusual) is parsed by :func:`~rigbook.bench.client.apply_payload`, the
+:func:`~rigbook.openai.stream.apply_tokens`; every other event (a finish reason, an error, usage
+with details, anything unusual) is parsed by :func:`~rigbook.openai.stream.apply_payload`, the
 Python client's own parser. ``tests/bench/test_event_parse.py`` holds the C reading to the
 parser's on real servers' events and on fuzzed ones.
 
@@ -33,9 +33,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rigbook.bench.client import RawRequest, Target, apply_payload, apply_tokens, close_request
+from rigbook.bench.client import Target
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import ClientLoad
+from rigbook.openai.stream import RawRequest, apply_payload, apply_tokens, close_request
 
 if TYPE_CHECKING:
     from rigbook.bench._reader import Run

@@ -271,7 +271,7 @@ async def measure_async(
     from rigbook.bench.profiles import get_profile
     from rigbook.bench.runner import BenchSpec, run_bench
     from rigbook.bench.workloads.sources import resolve_workload
-    from rigbook.endpoint.url import base_url
+    from rigbook.openai.urls import base_url
 
     if request.requests is not None and request.duration_s is not None:
         raise InputError(

@@ -14,7 +14,6 @@ import numpy as np
 # so the first record built in a cell does not stall the streams still reading.
 import numpy.ma
 
-from rigbook.bench.client import RawRequest
 from rigbook.bench.result import (
     Cell,
     CellMetrics,
@@ -24,6 +23,7 @@ from rigbook.bench.result import (
     RequestRecord,
     TokenSource,
 )
+from rigbook.openai.stream import RawRequest
 
 # Weakest last: a cell reports the weakest source any of its requests used. ``client_length``
 # (the count taken as max_tokens on a "length" finish) is only in results written before it was

@@ -23,7 +23,7 @@ from rigbook import __version__
 from rigbook.bench import server_metrics, speculation
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
-from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.client import Target
 from rigbook.bench.clients import CellClient, ClientChoice, open_client, resolve
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import buffered_requests, build_cell, to_record
@@ -53,8 +53,8 @@ from rigbook.bench.workloads.model import Workload, default_workload
 from rigbook.bench.workloads.sessions import SessionClient, Sessions
 from rigbook.bench.workloads.trace import Trace
 from rigbook.bench.workloads.trace_run import DEFAULT_MAX_LAG_MS, replay_cell
-from rigbook.endpoint.discover import discover
-from rigbook.errors import EndpointError
+from rigbook.openai.models import discover, pick_model
+from rigbook.openai.stream import RawRequest
 from rigbook.rig.model import RigSummary
 
 # progress(event, data): "cell" {index, concurrency, total}, "request" {record}, "cell_done" {cell}
@@ -181,13 +181,7 @@ async def _run(
     mode = "sustained" if spec.duration_s is not None else p.mode
     stall = spec.stall_timeout_s or p.stall_timeout_s
     prompts = list(spec.prompts) if spec.prompts else p.prompts()
-    model = spec.model or (info.models[0] if info.models else None)
-    if model is None or (info.models and model not in info.models):
-        raise EndpointError(
-            "E_MODEL_ID",
-            f"{spec.url} does not serve {spec.model!r}",
-            details=[f"served: {m}" for m in info.models],
-        )
+    model = pick_model(spec.url, info.models, spec.model, trust_empty=True)
     # What the server says wins when it names a known engine; llama-cpp-python,
     # for one, answers owned_by "me", and then the recipe's engine is the better record.
     engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine

@@ -16,9 +16,10 @@ from array import array
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from rigbook.bench.client import RawRequest, ReadWatch
+from rigbook.bench.client import ReadWatch
 from rigbook.bench.metrics import concurrency_reached, distribution
 from rigbook.bench.result import ClientLoad, ClientMoved, RequestRecord
+from rigbook.openai.stream import RawRequest
 
 # send(i, raw) streams request i into ``raw``, so a stream cut mid-way keeps what it received.
 Send = Callable[[int, RawRequest], Coroutine[Any, Any, None]]

@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.client import Target
 from rigbook.bench.clients import open_client
 from rigbook.bench.result import ClientLoad
 from rigbook.bench.scheduler import run_burst, run_sustained
@@ -41,6 +41,7 @@ from rigbook.bench.worker_protocol import (
     WorkerSetup,
     check_clock,
 )
+from rigbook.openai.stream import RawRequest
 
 
 def worker_main(fd: int) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rigbook.bench.backend import RequestBodies
-from rigbook.bench.client import RawRequest
 from rigbook.bench.result import ClientLoad
 from rigbook.errors import InternalError
+from rigbook.openai.stream import RawRequest
 
 # perf_counter and CLOCK_MONOTONIC read back to back differ by less than this when they are one
 # clock (float rounding of the same nanoseconds); two clocks differ by their epochs.

@@ -45,7 +45,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from rigbook.bench.backend import RequestBodies
-from rigbook.bench.client import RawRequest
 from rigbook.bench.result import Cell, ClientLoad, Distribution, RequestRecord, WorkerLoad
 from rigbook.bench.worker_protocol import (
     BurstOrder,
@@ -61,6 +60,7 @@ from rigbook.bench.worker_protocol import (
     WorkerSetup,
 )
 from rigbook.errors import InternalError
+from rigbook.openai.stream import RawRequest
 
 # One worker per this many streams of a cell. Measured here (docs/bench.md, "Client headroom"),
 # one process at 256 streams x 40 tok/s used 28 % of a core at 28 us per token: 256 streams stay

@@ -135,7 +135,7 @@ async def run_capacity(
     journal beside it); ``stop`` ends the search between or inside probes: what was measured is
     kept and the answer says it is incomplete (None when it was stopped before any probe
     measured a request, and nothing was written)."""
-    from rigbook.endpoint.url import base_url
+    from rigbook.openai.urls import base_url
 
     measure = spec.measure.model_copy(update={"stall_timeout_s": stall_for(spec.slo, spec.measure)})
     idle = IdleWait(base_url(measure.url), spec.settings.drain_s, spec.settings.drain_timeout_s)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigbook.endpoint.url import base_url
+from rigbook.openai.urls import base_url
 
 Note = Callable[[str], None]
 

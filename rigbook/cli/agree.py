@@ -46,8 +46,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Ask two endpoints the same questions greedily: accuracy, agreement, exact McNemar p."""
         with handled(as_json):
-            from rigbook.endpoint import base_url
             from rigbook.home import state_dir
+            from rigbook.openai import base_url
             from rigbook.quality.agree import AgreeSpec, run_agree
             from rigbook.quality.present import agree_line, render_agree
             from rigbook.quality.result import run_info

@@ -11,8 +11,6 @@ import typer
 from rich.markup import escape
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled, write_text
-from rigbook.endpoint import SmokeResult, base_url
-from rigbook.endpoint import smoke as smoke_endpoint
 from rigbook.errors import InputError
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
@@ -23,6 +21,8 @@ from rigbook.launch.planner import DEFAULT_READY_TIMEOUT
 from rigbook.launch.rules.table import OPTION_ALLOW
 from rigbook.launch.run import UpResult
 from rigbook.launch.safety import allow_flag
+from rigbook.openai import SmokeResult, base_url
+from rigbook.openai import smoke as smoke_endpoint
 
 RigOption = typer.Option(
     None,

@@ -72,8 +72,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Hide salted facts in a long prompt and ask for them: pass/fail, prompt tokens, TTFT."""
         with handled(as_json):
-            from rigbook.endpoint import base_url
             from rigbook.home import state_dir
+            from rigbook.openai import base_url
             from rigbook.quality.needle import NeedleSpec, run_needle
             from rigbook.quality.present import needle_line, render_needle
             from rigbook.quality.result import run_info

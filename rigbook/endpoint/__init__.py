@@ -1,13 +1,9 @@
-"""An OpenAI-compatible endpoint: its base URL, whether it runs here, what it serves, and the
-smoke test.
+"""Whether an endpoint runs on this machine.
 
-``bench`` streams its measured requests itself (:mod:`rigbook.bench.backend`) but takes the base
-URL and the discovery from here, as ``smoke`` and an external recipe do.
+What rigbook says to an endpoint (URLs, discovery, bodies, streams, the smoke test) is
+:mod:`rigbook.openai`.
 """
 
-from rigbook.endpoint.discover import ServerInfo, discover
 from rigbook.endpoint.local import is_local
-from rigbook.endpoint.smoke import SmokeResult, smoke
-from rigbook.endpoint.url import base_url, v1_url
 
-__all__ = ["ServerInfo", "SmokeResult", "base_url", "discover", "is_local", "smoke", "v1_url"]
+__all__ = ["is_local"]

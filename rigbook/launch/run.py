@@ -11,7 +11,6 @@ from collections.abc import Callable
 import psutil
 from pydantic import BaseModel, Field
 
-from rigbook.endpoint.smoke import SmokeResult, smoke
 from rigbook.errors import InputError, LaunchError, RigbookError
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
@@ -22,6 +21,7 @@ from rigbook.launch.safety import refuse_unless_allowed
 from rigbook.launch.sandbox import exec_argv
 from rigbook.launch.supervisor import start, stop_group, wait_ready
 from rigbook.launch.weights import fetch_weights
+from rigbook.openai.smoke import SmokeResult, smoke
 from rigbook.preflight.finding import Finding
 
 

@@ -13,8 +13,8 @@ import asyncio
 import httpx
 from pydantic import BaseModel
 
-from rigbook.endpoint import discover
-from rigbook.errors import EndpointError
+from rigbook.openai.models import discover, pick_model
+from rigbook.openai.urls import v1_url
 
 
 class Served(BaseModel):
@@ -29,19 +29,9 @@ class Served(BaseModel):
 async def identify(url: str, model: str | None) -> Served:
     """The served model (the first listed unless one is named) and the engine's name and version."""
     info = await asyncio.to_thread(discover, url)
-    if model is not None and model not in info.models:
-        raise EndpointError(
-            "E_MODEL_ID",
-            f"{url} does not serve {model!r} (it serves {info.models})",
-            "Pass one of the listed ids with --model.",
-        )
-    if model is None and not info.models:
-        raise EndpointError(
-            "E_MODEL_ID", f"{url} lists no model", "Check that the server is ready."
-        )
     return Served(
         url=url,
-        model=model or info.models[0],
+        model=pick_model(url, info.models, model),
         engine=info.engine,
         engine_version=info.engine_version,
     )
@@ -59,7 +49,7 @@ async def _json(client: httpx.AsyncClient, method: str, url: str, **kw) -> dict 
 
 async def served_context(client: httpx.AsyncClient, url: str, model: str) -> tuple[int, str] | None:
     """(context length, where it was read) from the server itself, or None."""
-    models = await _json(client, "GET", url + "/v1/models")
+    models = await _json(client, "GET", v1_url(url, "models"))
     for entry in (models or {}).get("data") or []:
         if (
             isinstance(entry, dict)

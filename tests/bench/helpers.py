@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from rigbook.bench.client import RawRequest, apply_event
 from rigbook.bench.measure import Measurement, MeasureRequest, Progress, measure
 from rigbook.bench.result import BenchResult
+from rigbook.openai.stream import RawRequest, apply_event
 from rigbook_testkit import launch
 from tests.conftest import free_port
 

@@ -13,10 +13,11 @@ import pytest
 
 from rigbook.bench import compiled
 from rigbook.bench.assemble import perf_point
-from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.client import Target
 from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
 from rigbook.bench.scheduler import TOLERANCE, UNBOUNDED, judge_client, warned
+from rigbook.openai.stream import RawRequest
 from tests.bench.helpers import bench, recorded, streamed, synthetic_server
 from tests.conftest import scripted_server
 

@@ -1,6 +1,6 @@
 """The compiled client (``rigbook/bench/_reader.c``) against the Python client it replaces.
 
-Both fill a :class:`~rigbook.bench.client.RawRequest` with the same parser; here a scripted
+Both fill a :class:`~rigbook.openai.stream.RawRequest` with the same parser; here a scripted
 server on loopback sends every framing and fault the reader must handle, split at any byte,
 and the two clients must agree on everything but the timestamps. Then what the compiled client
 exists for: a stalled event loop moves no timestamp (the kernel stamped each read), while a
@@ -24,13 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rigbook.bench import compiled
-from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.client import Target
 from rigbook.bench.clients import LoopClient, resolve
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import Cell, ClientLoad, load_result
 from rigbook.bench.scheduler import judge_client
 from rigbook.codes import Code
 from rigbook.errors import InputError
+from rigbook.openai.stream import RawRequest
 from tests.bench.helpers import bench, outcome, rigbook, start_bench, synthetic_server, within
 from tests.conftest import free_port, scripted_server
 

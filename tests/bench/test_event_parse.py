@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rigbook.bench import compiled
-from rigbook.bench.client import RawRequest, apply_payload, apply_tokens
+from rigbook.openai.stream import RawRequest, apply_payload, apply_tokens
 from tests.bench.helpers import outcome
 
 STREAMS = Path(__file__).parent.parent / "fixtures" / "streams"

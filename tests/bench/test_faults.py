@@ -10,11 +10,11 @@ import time
 import pytest
 from rich.console import Console
 
-from rigbook.bench.client import RawRequest
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.progress import result_table
 from rigbook.bench.result import CellTelemetry, ClientLoad, Distribution, load_result
 from rigbook.bench.scheduler import judge_client
+from rigbook.openai.stream import RawRequest
 from tests.bench.helpers import bench, measure_bench, streamed, synthetic_server
 
 

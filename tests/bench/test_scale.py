@@ -10,9 +10,9 @@ from array import array
 
 import pytest
 
-from rigbook.bench.client import RawRequest, apply_event
 from rigbook.bench.metrics import to_record
 from rigbook.bench.result import load_result
+from rigbook.openai.stream import RawRequest, apply_event
 from tests.bench.helpers import signalled, start_bench
 
 

@@ -240,8 +240,8 @@ LLAMA_FINAL = (
 
 def test_a_responses_own_draft_counts_are_read_by_both_parsers_and_cross_workers():
     from rigbook.bench import compiled
-    from rigbook.bench.client import RawRequest, apply_payload
     from rigbook.bench.worker_protocol import PackedRaw
+    from rigbook.openai.stream import RawRequest, apply_payload
 
     raw = RawRequest(sent=0.0)
     apply_payload(raw, b'{"choices":[{"delta":{"content":"a"}}]}', 1.0)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from rigbook.bench import compiled
-from rigbook.bench.client import RawRequest, Target
+from rigbook.bench.client import Target
 from rigbook.bench.clients import LoopClient
 from rigbook.bench.metrics import buffered_requests, to_record
+from rigbook.openai.stream import RawRequest
 from tests.bench.helpers import measure_bench, outcome
 from tests.conftest import scripted_server
 

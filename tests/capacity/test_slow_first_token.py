@@ -14,13 +14,13 @@ import pytest
 
 from rigbook.bench import MeasureRequest
 from rigbook.bench import client as client_mod
-from rigbook.bench.client import RawRequest
 from rigbook.bench.metrics import build_cell, to_record
 from rigbook.bench.profiles import get_profile
 from rigbook.bench.result import CellTelemetry
 from rigbook.capacity.run import stall_for
 from rigbook.capacity.search import ProbePlan, SearchSettings, search
 from rigbook.capacity.slo import parse_slo
+from rigbook.openai.stream import RawRequest
 from tests.capacity.test_search import answer
 
 SLO = "ttft_p50_ms<=120000"

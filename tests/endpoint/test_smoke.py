@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from rigbook.endpoint.smoke import smoke
 from rigbook.errors import EndpointError
+from rigbook.openai.smoke import smoke
 from tests.conftest import free_port
 from tests.launch.stub_http import json_body, serve
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rigbook.endpoint.local import is_local
-from rigbook.endpoint.url import base_url
 from rigbook.errors import InputError
+from rigbook.openai.urls import base_url
 
 
 @pytest.mark.parametrize(

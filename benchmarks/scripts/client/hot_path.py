@@ -38,8 +38,10 @@ import httptools
 import orjson
 import uvloop
 
-from rigbook.bench.client import RawRequest, ReadWatch, Target, encode, stream_chat
+from rigbook.bench.client import ReadWatch, Target, stream_chat
 from rigbook.bench.scheduler import ClientMonitor
+from rigbook.openai.body import encode
+from rigbook.openai.stream import RawRequest
 from rigbook_testkit.launch import start_synthetic
 
 

@@ -14,32 +14,30 @@ Sessions stream through the Python client: the compiled reader keeps no reply te
 from __future__ import annotations
 
 import asyncio
-import copy
 import secrets
 from collections.abc import Callable
 
-import orjson
-
 from rigbook.bench.backend import chat_payload
-from rigbook.bench.client import RawRequest, _Stream, encode, stream_chat
 from rigbook.bench.clients import LoopClient
 from rigbook.bench.profiles import Profile
 from rigbook.bench.result import RequestRecord
 from rigbook.bench.scheduler import until_done_or_stopped
 from rigbook.bench.workloads.model import Workload, workload_texts
+from rigbook.openai.body import Message, encode, with_messages
+from rigbook.openai.body import message as chat_message
+from rigbook.openai.stream import RawRequest
 
 
 class TurnRequest(RawRequest):
-    """A session's request: what :class:`RawRequest` keeps, plus who sent it, the reply's text
-    and llama-server's cached-token count."""
+    """A session's request: what :class:`RawRequest` keeps, its reply's text included, plus who
+    sent it."""
 
-    __slots__ = ("cache_n", "text", "turn", "user")
+    __slots__ = ("turn", "user")
 
     def __init__(self, user: int, turn: int) -> None:
         super().__init__()
         self.user, self.turn = user, turn
-        self.text: list[str] = []
-        self.cache_n: int | None = None
+        self.text = []  # the fold keeps the reply's content in it
 
     def cached_tokens(self) -> int | None:
         """Prompt tokens the engine served from its cache, as its response said, or None."""
@@ -51,55 +49,9 @@ class TurnRequest(RawRequest):
         return self.cache_n
 
 
-class _TurnStream(_Stream):
-    """The stream parser, also keeping the reply's content and llama-server's ``timings``."""
-
-    def _event(self, event: bytes) -> None:
-        super()._event(event)
-        raw = self.raw
-        # The warmup's requests are plain ones: no session goes on from them.
-        if not isinstance(raw, TurnRequest) or raw.error is not None:
-            return
-        data = _data(event)
-        if data is None:
-            return
-        try:
-            parsed = orjson.loads(data)
-        except ValueError:
-            return
-        if type(parsed) is not dict:
-            return
-        for choice in parsed.get("choices") or ():
-            delta = choice.get("delta") if type(choice) is dict else None
-            content = delta.get("content") if type(delta) is dict else None
-            if type(content) is str:
-                raw.text.append(content)
-        timings = parsed.get("timings")
-        cache_n = timings.get("cache_n") if type(timings) is dict else None
-        if type(cache_n) is int and cache_n >= 0:
-            raw.cache_n = cache_n
-
-
-def _data(event: bytes) -> bytes | None:
-    """An SSE event's data, or None for a comment, ``[DONE]`` or no data."""
-    lines = [ln[5:].lstrip(b" ") for ln in event.split(b"\n") if ln.startswith(b"data:")]
-    payload = b"\n".join(lines)
-    return payload if lines and payload != b"[DONE]" else None
-
-
 class SessionClient(LoopClient):
-    """The Python client, keeping each reply's text for the session's next turn."""
-
-    async def send(self, body: bytes, raw: RawRequest) -> None:
-        await stream_chat(
-            self.target,
-            body,
-            self.stall_s,
-            raw,
-            self.connect_timeout_s,
-            reads=self.reads,
-            protocol=_TurnStream,
-        )
+    """The Python client, the one that keeps each reply's text (into :attr:`TurnRequest.text`)
+    for the session's next turn."""
 
 
 class Sessions:
@@ -155,10 +107,8 @@ class Sessions:
         w = self.workload
         return turn == 0 and (w.prefix_words == 0 or w.prefix_groups == 0)
 
-    def body(self, messages: list[dict]) -> bytes:
-        payload = copy.copy(self._template)
-        payload["messages"] = messages
-        return encode(payload)
+    def body(self, messages: list[Message]) -> bytes:
+        return encode(with_messages(self._template, messages))
 
     async def run_cell(
         self,
@@ -175,13 +125,13 @@ class Sessions:
         counter = iter(range(10**9))
 
         async def session(user: int) -> None:
-            messages: list[dict] = [{"role": "system", "content": self.system(cell, user)}]
+            messages = [chat_message("system", self.system(cell, user))]
             for turn in range(w.turns):
                 if turn and w.think_time_s:
                     await asyncio.sleep(w.think_time_s)
                 if stop.is_set():
                     return
-                asked = {"role": "user", "content": self.message(user, turn)}
+                asked = chat_message("user", self.message(user, turn))
                 sent = [*messages, asked] if w.kind == "multi-turn" else [messages[0], asked]
                 raw = TurnRequest(user, turn)
                 i = next(counter)
@@ -190,7 +140,7 @@ class Sessions:
                 if raw.error is not None:
                     return
                 if w.kind == "multi-turn":
-                    messages = [*sent, {"role": "assistant", "content": "".join(raw.text)}]
+                    messages = [*sent, chat_message("assistant", "".join(raw.text or ()))]
 
         await until_done_or_stopped([asyncio.create_task(session(u)) for u in range(users)], stop)
 

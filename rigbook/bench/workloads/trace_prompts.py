@@ -24,6 +24,8 @@ import httpx
 
 from rigbook.bench.workloads.trace import TraceRequest
 from rigbook.errors import EndpointError
+from rigbook.openai.body import chat_body
+from rigbook.openai.urls import chat_url
 from rigbook.quality.server import TokenCounter
 
 # A vocabulary this large keeps two random prompts from sharing more than a word's prefix.
@@ -110,14 +112,8 @@ async def _template_overhead(
     the message's own count."""
     try:
         resp = await client.post(
-            url.rstrip("/") + "/v1/chat/completions",
-            json={
-                "model": model,
-                "messages": [{"role": "user", "content": word}],
-                "max_tokens": 1,
-                "temperature": 0.0,
-                "stream": False,
-            },
+            chat_url(url),
+            json=chat_body(model, word, max_tokens=1, temperature=0.0, stream=False),
             timeout=120.0,
         )
         prompt = resp.json()["usage"]["prompt_tokens"]

@@ -17,7 +17,7 @@ import httpx
 
 from rigbook.bench import server_metrics
 from rigbook.bench.backend import chat_payload
-from rigbook.bench.client import RawRequest, Target, encode
+from rigbook.bench.client import Target
 from rigbook.bench.clients import open_client
 from rigbook.bench.journal import Journal
 from rigbook.bench.metrics import build_cell, concurrency_reached, to_record
@@ -35,6 +35,8 @@ from rigbook.bench.workloads.trace import (
     schedule_lag,
 )
 from rigbook.bench.workloads.trace_prompts import calibrate
+from rigbook.openai.body import encode
+from rigbook.openai.stream import RawRequest
 
 # A replay whose p99 lag is past this was not the trace's arrival pattern (W_TRACE_LAG).
 DEFAULT_MAX_LAG_MS = 50.0

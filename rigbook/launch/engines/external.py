@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rigbook.endpoint.url import base_url
 from rigbook.launch.engines.base import Engine, step
 from rigbook.launch.plan import StepKind, Target
+from rigbook.openai.urls import base_url
 from rigbook.recipe.schema import ExternalLaunch, Recipe
 
 

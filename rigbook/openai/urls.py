@@ -1,7 +1,8 @@
-"""An OpenAI-compatible server's base URL, as `bench`, `smoke` and an external recipe give it.
+"""An OpenAI-compatible server's base URL, as `bench`, `smoke`, the quality commands and an
+external recipe give it.
 
-The one place ``/v1`` is stripped: users paste either form, and every request path is built
-here from the base (:func:`v1_url`).
+The one place ``/v1`` is stripped and request paths are joined: users paste either form, and every
+request path is built here from the base (:func:`v1_url`).
 """
 
 from __future__ import annotations
@@ -36,3 +37,8 @@ def base_url(url: str) -> str:
 def v1_url(url: str, path: str) -> str:
     """The URL of ``/v1/<path>`` on the server at ``url`` (a base URL, with or without ``/v1``)."""
     return f"{base_url(url)}/v1/{path.lstrip('/')}"
+
+
+def chat_url(url: str) -> str:
+    """The chat completions URL of the server at ``url``."""
+    return v1_url(url, "chat/completions")

@@ -11,10 +11,11 @@ import time
 import httpx
 from pydantic import BaseModel
 
-from rigbook.endpoint.discover import discover
-from rigbook.endpoint.http import BODY_EXCERPT, json_object, request
-from rigbook.endpoint.url import base_url, v1_url
 from rigbook.errors import EndpointError
+from rigbook.openai.body import chat_body
+from rigbook.openai.http import BODY_EXCERPT, json_object, request
+from rigbook.openai.models import discover, pick_model
+from rigbook.openai.urls import base_url, chat_url
 
 SMOKE_PROMPT = "Say READY in one word."
 
@@ -35,23 +36,12 @@ def smoke(url: str, model: str | None = None, *, timeout: float = 120.0) -> Smok
     smoke prompt."""
     base = base_url(url)
     served = discover(base, timeout=min(timeout, 10.0)).models
-    if not served:
-        raise EndpointError("E_MODEL_ID", f"{base}/v1/models lists no models")
-    chosen = model or served[0]
-    if chosen not in served:
-        raise EndpointError(
-            "E_MODEL_ID", f"model {chosen!r} is not served at {base}; served: {', '.join(served)}"
-        )
-    body = {
-        "model": chosen,
-        "messages": [{"role": "user", "content": SMOKE_PROMPT}],
-        "temperature": 0,
-        "max_tokens": 32,
-    }
-    chat_url = v1_url(base, "chat/completions")
+    chosen = pick_model(base, served, model)
+    body = chat_body(chosen, SMOKE_PROMPT, max_tokens=32, temperature=0)
+    endpoint = chat_url(base)
     started = time.monotonic()
     with httpx.Client(timeout=timeout) as client:
-        data = json_object(request(client, "POST", chat_url, json=body), chat_url)
+        data = json_object(request(client, "POST", endpoint, json=body), endpoint)
     seconds = time.monotonic() - started
     choices = data.get("choices") or []
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None

@@ -1,12 +1,14 @@
-"""Discovery: the models an endpoint serves (``GET /v1/models``) and the engine behind it."""
+"""Discovery: the models an endpoint serves (``GET /v1/models``), the engine behind it, and which
+model a run asks for."""
 
 from __future__ import annotations
 
 import httpx
 from pydantic import BaseModel
 
-from rigbook.endpoint.http import json_object, request
-from rigbook.endpoint.url import base_url, v1_url
+from rigbook.errors import EndpointError
+from rigbook.openai.http import json_object, request
+from rigbook.openai.urls import base_url, v1_url
 
 # owned_by values the engines put in /v1/models
 _OWNERS = {
@@ -53,3 +55,23 @@ def discover(url: str, *, timeout: float = 10.0) -> ServerInfo:
         engine_version=version,
         engine_known=str(owner).lower() in _OWNERS,
     )
+
+
+def pick_model(
+    url: str, served: list[str], wanted: str | None, *, trust_empty: bool = False
+) -> str:
+    """The model a run asks for: ``wanted``, else the first listed. E_MODEL_ID when none is listed
+    and none named, or the named one is not listed; ``trust_empty`` takes a server that lists
+    none at its word for a named one (the bench measures servers whose list is empty)."""
+    if wanted is None and not served:
+        raise EndpointError(
+            "E_MODEL_ID", f"{url} lists no models", "Check that the server is ready."
+        )
+    if wanted is None:
+        return served[0]
+    if wanted not in served and (served or not trust_empty):
+        raise EndpointError(
+            "E_MODEL_ID",
+            f"{url} does not serve {wanted!r}; served: {', '.join(served) or 'none'}",
+        )
+    return wanted
