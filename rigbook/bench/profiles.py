@@ -98,24 +98,18 @@ _PROFILES: dict[tuple[str, int], Profile] = {
         warmup=1,
         stall_timeout_s=60.0,
     ),
-    ("quick", 1): Profile(
-        name="quick",
-        version=1,
-        description="For CPUs and CI: short 48-token prose replies, few requests, concurrency 1 and 2.",
-        temperature=0.0,
-        top_p=1.0,
-        thinking=False,
-        max_tokens=48,
-        hold_length=True,
-        prompt_set="prompts_prose_v1.json",
-        workload="prose",
-        concurrency=(1, 2),
-        requests_per_level=2,
-        duration_s=10.0,
-        warmup=1,
-        stall_timeout_s=60.0,
-    ),
 }
+# quick v1 is seed v1 made small: the same sampling, prompts and timeouts, fewer and shorter replies.
+_PROFILES[("quick", 1)] = _PROFILES[("seed", 1)].model_copy(
+    update={
+        "name": "quick",
+        "description": "For CPUs and CI: short 48-token prose replies, few requests, concurrency 1 and 2.",
+        "max_tokens": 48,
+        "concurrency": (1, 2),
+        "requests_per_level": 2,
+        "duration_s": 10.0,
+    }
+)
 
 
 def _with_unique_prompts(base: Profile, description: str) -> Profile:

@@ -23,7 +23,11 @@ from rigbook.launch.run import UpResult
 from rigbook.launch.safety import allow_flag
 from rigbook.openai import SmokeResult, base_url
 from rigbook.openai import smoke as smoke_endpoint
+from rigbook.preflight.finding import Finding
 
+RecipeArgument = typer.Argument(
+    None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."
+)
 RigOption = typer.Option(
     None,
     "--rig",
@@ -53,6 +57,17 @@ DrafterOption = typer.Option(
 )
 
 
+def _print_finding(finding: Finding, indent: str = "", soft_wrap: bool = False) -> None:
+    """One finding: its severity and code in colour, then its message and remedy as plain text."""
+    colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
+    console.print(
+        f"{indent}[{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False
+    )
+    console.print(
+        f"{finding.message} — {finding.remedy}", markup=False, highlight=False, soft_wrap=soft_wrap
+    )
+
+
 def render_plan(plan: Plan) -> None:
     """The numbered steps, their details, the exact commands and any findings."""
     mode = "dry run: nothing is touched" if plan.dry_run else "plan"
@@ -72,26 +87,14 @@ def render_plan(plan: Plan) -> None:
         for command in step.commands:
             console.print(f"     $ {command.shown}", markup=False, highlight=False, soft_wrap=True)
         for finding in step.findings:
-            colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
-            console.print(
-                f"     [{colour}]{finding.severity.value}[{finding.code}][/]: ",
-                end="",
-                highlight=False,
-            )
-            console.print(f"{finding.message} — {finding.remedy}", markup=False, highlight=False)
+            _print_finding(finding, indent="     ")
 
 
 def render_findings_and_command(plan: Plan) -> None:
     """What `up --yes` shows before it goes on: every finding, warnings included, and the exact start command."""
     findings = [f for s in plan.steps for f in s.findings]
     for finding in findings:
-        colour = {"error": "red", "warning": "yellow"}.get(finding.severity.value, "blue")
-        console.print(
-            f"[{colour}]{finding.severity.value}[{finding.code}][/]: ", end="", highlight=False
-        )
-        console.print(
-            f"{finding.message} — {finding.remedy}", markup=False, highlight=False, soft_wrap=True
-        )
+        _print_finding(finding, soft_wrap=True)
     if plan.command is not None:
         console.print(
             f"starting {plan.recipe} as {plan.target.name}: $ {plan.command.shown}",
@@ -115,10 +118,13 @@ def _exit_if_blocked(plan: Plan, as_json: bool) -> None:
         raise typer.Exit(2)
 
 
+def _allowed(allow: list[str], allow_option: list[str]) -> list[str]:
+    """--allow names, then each --allow-option as the allow entry that names an engine option."""
+    return [*allow, *(OPTION_ALLOW + o for o in allow_option)]
+
+
 def plan(
-    recipe: str = typer.Argument(
-        None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."
-    ),
+    recipe: str = RecipeArgument,
     rig: Path = RigOption,
     gpus: str = GpusOption,
     port: str = PortOption,
@@ -138,7 +144,7 @@ def plan(
             port=port,
             models_dir=models_dir,
             drafter=drafter,
-            allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
+            allow=_allowed(allow, allow_option),
         )
         emit(made, as_json, lambda: render_plan(made))
         _exit_if_blocked(made, as_json)
@@ -173,9 +179,7 @@ class _Progress:
 
 
 def up(
-    recipe: str = typer.Argument(
-        None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."
-    ),
+    recipe: str = RecipeArgument,
     rig: Path = RigOption,
     gpus: str = GpusOption,
     port: str = PortOption,
@@ -206,7 +210,7 @@ def up(
         models_dir=models_dir,
         drafter=drafter,
         name=name,
-        allow=[*allow, *(OPTION_ALLOW + o for o in allow_option)],
+        allow=_allowed(allow, allow_option),
         timeout=timeout,
         unattended=yes and not dry,
     )

@@ -11,6 +11,8 @@ is listed on its own.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from rigbook.compare.model import QualityPair, QualityPoint, Reason, Source
 from rigbook.quality.claims import label, score
 from rigbook.quality.present import claim_line, paired_stats
@@ -47,37 +49,25 @@ def judge_quality(a: QualityPoint, b: QualityPoint) -> QualityPair:
     reasons = []
     for name in ka:
         va, vb = ka[name], kb[name]
+        kind: Literal["unknown_both", "unknown_one_side", "differs"]
         if va is None and vb is None:
-            reasons.append(
-                Reason(
-                    condition=name,
-                    severity="not_comparable",
-                    kind="unknown_both",
-                    message=f"{name} unknown on both sides",
-                )
-            )
+            kind, message = "unknown_both", f"{name} unknown on both sides"
         elif va is None or vb is None:
-            reasons.append(
-                Reason(
-                    condition=name,
-                    severity="not_comparable",
-                    kind="unknown_one_side",
-                    a=None if va is None else str(va),
-                    b=None if vb is None else str(vb),
-                    message=f"{name} unknown on {'A' if va is None else 'B'}",
-                )
-            )
+            kind, message = "unknown_one_side", f"{name} unknown on {'A' if va is None else 'B'}"
         elif va != vb:
-            reasons.append(
-                Reason(
-                    condition=name,
-                    severity="not_comparable",
-                    kind="differs",
-                    a=str(va),
-                    b=str(vb),
-                    message=f"{name} differs: {va} vs {vb}",
-                )
+            kind, message = "differs", f"{name} differs: {va} vs {vb}"
+        else:
+            continue
+        reasons.append(
+            Reason(
+                condition=name,
+                severity="not_comparable",
+                kind=kind,
+                a=None if va is None else str(va),
+                b=None if vb is None else str(vb),
+                message=message,
             )
+        )
     return QualityPair(
         test=qa.test,
         a_label=label(a),

@@ -138,15 +138,26 @@ def _c(p: ComparedPoint):
     return p.conditions
 
 
+def _field(
+    name: str,
+    label: str,
+    cost: Mapping[Aspect, Severity],
+    key: Callable[[str | None], Hashable | None] | None = None,
+    **kw,
+) -> Rule:
+    """A rule on the condition field ``name``, compared by ``key`` of it and then shown as stated.
+
+    Without ``key`` the field is compared as it is, and shown as its value unless ``show`` is given.
+    """
+    if key is None:
+        return Rule(name, label, lambda p, m: getattr(_c(p), name), cost, **kw)
+    kw.setdefault("show", lambda p, m: str(getattr(_c(p), name)))
+    return Rule(name, label, lambda p, m: key(getattr(_c(p), name)), cost, **kw)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("model", "model", lambda p, m: _norm(m), WORK, show=lambda p, m: str(m)),
-    Rule(
-        "workload",
-        "workload",
-        lambda p, m: _norm(_c(p).workload),
-        WORK,
-        show=lambda p, m: str(_c(p).workload),
-    ),
+    _field("workload", "workload", WORK, _norm),
     Rule(
         "context_len",
         "context length",
@@ -155,22 +166,15 @@ RULES: tuple[Rule, ...] = (
         show=lambda p, m: context_label(p.context_len or 0),
         same=lambda a, b: isinstance(a, int) and isinstance(b, int) and same_context(a, b),
     ),
-    Rule(
+    _field(
         "gpu_count",
         "GPU count",
-        lambda p, m: _c(p).gpu_count,
         FACTOR,
         with_energy={"power_efficiency": CAVEAT},
         factor=True,
         special=NO_GPU_VS_GPU,
     ),
-    Rule(
-        "card",
-        "card",
-        lambda p, m: _card_model(_c(p).card),
-        SETUP,
-        show=lambda p, m: str(_c(p).card),
-    ),
+    _field("card", "card", SETUP, _card_model),
     Rule(
         "card_variant",
         "card variant",
@@ -179,51 +183,19 @@ RULES: tuple[Rule, ...] = (
         after="card",
         show=lambda p, m: variant_label(parse_card(_c(p).card or "")),
     ),
-    Rule(
+    _field(
         "power_limit_w_per_gpu",
         "enforced power per card",
-        lambda p, m: _c(p).power_limit_w_per_gpu,
         FACTOR,
         with_energy={"power_efficiency": CAVEAT},
         factor=True,
         show=lambda p, m: f"{_c(p).power_limit_w_per_gpu:g} W",
     ),
-    Rule(
-        "engine",
-        "engine",
-        lambda p, m: _norm(_c(p).engine),
-        SETUP,
-        show=lambda p, m: str(_c(p).engine),
-    ),
-    Rule(
-        "engine_version",
-        "engine version",
-        lambda p, m: _version(_c(p).engine_version),
-        SETUP,
-        after="engine",
-        show=lambda p, m: str(_c(p).engine_version),
-    ),
-    Rule(
-        "quant",
-        "quantisation",
-        lambda p, m: _norm(_c(p).quant),
-        SETUP,
-        show=lambda p, m: str(_c(p).quant),
-    ),
-    Rule(
-        "kv_cache_dtype",
-        "KV cache type",
-        lambda p, m: _norm(_c(p).kv_cache_dtype),
-        SETUP,
-        show=lambda p, m: str(_c(p).kv_cache_dtype),
-    ),
-    Rule(
-        "speculative_method",
-        "speculative method",
-        lambda p, m: _norm(_c(p).speculative_method),
-        SETUP,
-        show=lambda p, m: str(_c(p).speculative_method),
-    ),
+    _field("engine", "engine", SETUP, _norm),
+    _field("engine_version", "engine version", SETUP, _version, after="engine"),
+    _field("quant", "quantisation", SETUP, _norm),
+    _field("kv_cache_dtype", "KV cache type", SETUP, _norm),
+    _field("speculative_method", "speculative method", SETUP, _norm),
     Rule(
         "temperature",
         "sampling temperature",
@@ -236,45 +208,18 @@ RULES: tuple[Rule, ...] = (
         lambda p, m: _c(p).sampling.top_p if _c(p).sampling else None,
         WORK,
     ),
-    Rule("reply_tokens", "reply length (tokens)", lambda p, m: _c(p).reply_tokens, WORK),
-    Rule(
-        "thinking",
-        "thinking",
-        lambda p, m: _c(p).thinking,
-        WORK,
-        show=lambda p, m: "on" if _c(p).thinking else "off",
-    ),
+    _field("reply_tokens", "reply length (tokens)", WORK),
+    _field("thinking", "thinking", WORK, show=lambda p, m: "on" if _c(p).thinking else "off"),
     # Rates defined differently measure different things (TTFT in or out, one request or all).
-    Rule("rate_definition", "rate definition", lambda p, m: _c(p).rate_definition, WORK),
-    Rule("token_count_source", "token-count source", lambda p, m: _c(p).token_count_source, METHOD),
-    Rule(
-        "bench_tool",
-        "benchmark tool",
-        lambda p, m: _norm(_c(p).bench_tool),
-        METHOD,
-        show=lambda p, m: str(_c(p).bench_tool),
-    ),
-    Rule(
-        "bench_tool_version",
-        "benchmark tool version",
-        lambda p, m: _version(_c(p).bench_tool_version),
-        METHOD,
-        after="bench_tool",
-        show=lambda p, m: str(_c(p).bench_tool_version),
-    ),
-    Rule("bench_mode", "bench mode", lambda p, m: _c(p).bench_mode, METHOD),
-    Rule(
-        "bench_profile",
-        "bench profile",
-        lambda p, m: _norm(_c(p).bench_profile),
-        METHOD,
-        both_stated=True,
-        show=lambda p, m: str(_c(p).bench_profile),
-    ),
-    Rule(
+    _field("rate_definition", "rate definition", WORK),
+    _field("token_count_source", "token-count source", METHOD),
+    _field("bench_tool", "benchmark tool", METHOD, _norm),
+    _field("bench_tool_version", "benchmark tool version", METHOD, _version, after="bench_tool"),
+    _field("bench_mode", "bench mode", METHOD),
+    _field("bench_profile", "bench profile", METHOD, _norm, both_stated=True),
+    _field(
         "bench_profile_hash",
         "bench profile content hash",
-        lambda p, m: _c(p).bench_profile_hash,
         METHOD,
         after="bench_profile",
         show=lambda p, m: str(_c(p).bench_profile_hash).removeprefix("sha256:")[:12],

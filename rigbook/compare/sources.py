@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.bench.workloads.model import workload_of
@@ -196,36 +196,18 @@ def _cell_defaults(result: BenchResult, point: PerfPoint) -> dict:
     }
 
 
-def source_from_result(ref: str, result: BenchResult) -> Source:
-    """A bench result's perf points with the run's conditions filled in."""
-    run = _run_defaults(result)
-    kept, skipped = _usable(result.perf_points)
-    points = [
-        _fill(
-            p,
-            run | {k: v for k, v in _cell_defaults(result, p).items() if v is not None},
-            ComparedPoint,
-            _cpu(result),
-        )
-        for p in kept
-    ]
-    return Source(
-        ref=ref,
-        kind="bench_result",
-        name=Path(ref).name,
-        model=result.conditions.model,
-        content_hash=result.content_hash,
-        workload=workload_of(result.conditions.workload).key(),
-        points=points,
-        skipped=skipped,
-    )
-
-
-def source_from_capacity(ref: str, result: CapacityResult) -> Source:
-    """A capacity result's users_at_slo point with the run's conditions filled in, as for a bench result."""
-    bench = result.bench
+def _measured_source(
+    ref: str,
+    kind: Literal["bench_result", "capacity"],
+    bench: BenchResult,
+    perf_points: list[PerfPoint],
+    content_hash: str | None,
+    note: str | None = None,
+) -> Source:
+    """Perf points of a run (a bench result, or the bench a capacity search ran) with its
+    conditions filled in; ``note`` joins what was skipped."""
     run = _run_defaults(bench)
-    kept, skipped = _usable(result.perf_points)
+    kept, skipped = _usable(perf_points)
     points = [
         _fill(
             p,
@@ -235,17 +217,32 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
         )
         for p in kept
     ]
-    if not result.perf_points:
-        skipped.append(f"no users at {result.slo.text}: {result.answer.sentence}")
+    if note:
+        skipped.append(note)
     return Source(
         ref=ref,
-        kind="capacity",
+        kind=kind,
         name=Path(ref).name,
         model=bench.conditions.model,
-        content_hash=result.content_hash,
+        content_hash=content_hash,
         workload=workload_of(bench.conditions.workload).key(),
         points=points,
         skipped=skipped,
+    )
+
+
+def source_from_result(ref: str, result: BenchResult) -> Source:
+    """A bench result's perf points with the run's conditions filled in."""
+    return _measured_source(ref, "bench_result", result, result.perf_points, result.content_hash)
+
+
+def source_from_capacity(ref: str, result: CapacityResult) -> Source:
+    """A capacity result's users_at_slo point with the run's conditions filled in, as for a bench result."""
+    note = (
+        None if result.perf_points else f"no users at {result.slo.text}: {result.answer.sentence}"
+    )
+    return _measured_source(
+        ref, "capacity", result.bench, result.perf_points, result.content_hash, note
     )
 
 

@@ -54,29 +54,31 @@ def needle_claim(point: PerfPoint) -> PerfPoint | None:
     )
 
 
+def _mmlu(m: re.Match[str], **measured) -> QualityMeasure:
+    """An MMLU-Pro claim of ``m['n']`` questions, quoted from the notes as its evidence."""
+    return QualityMeasure(
+        test="multiple_choice",
+        suite="MMLU-Pro",
+        n=int(m["n"]),
+        evidence=f"performance notes: {m.group(0)}",
+        **measured,
+    )
+
+
 def notes_claims(notes: str, claimed_by: str | None) -> list[PerfPoint]:
     """MMLU-Pro claims in a performance notes text: paired (n, right, p vs reference) and plain."""
     points = []
     for m in _MMLU_PAIRED.finditer(notes):
-        measure = QualityMeasure(
-            test="multiple_choice",
-            suite="MMLU-Pro",
-            n=int(m["n"]),
+        measure = _mmlu(
+            m,
             passed=int(m["right"]),
             accuracy_pct=round(100 * int(m["right"]) / int(m["n"]), 2),
             reference=m["ref"].strip(),
             mcnemar_p=float(m["p"]),
-            evidence=f"performance notes: {m.group(0)}",
         )
         points.append(PerfPoint(claimed_by=claimed_by, notes=m.group(0), quality=measure))
     for m in _MMLU_PCT.finditer(notes):
-        measure = QualityMeasure(
-            test="multiple_choice",
-            suite="MMLU-Pro",
-            n=int(m["n"]),
-            accuracy_pct=float(m["pct"]),
-            evidence=f"performance notes: {m.group(0)}",
-        )
+        measure = _mmlu(m, accuracy_pct=float(m["pct"]))
         points.append(
             PerfPoint(
                 claimed_by=claimed_by, notes=f"MMLU-Pro {m['pct']}% ({m['n']}q)", quality=measure

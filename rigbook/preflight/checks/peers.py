@@ -51,23 +51,14 @@ def check_p2p(ctx: CheckContext, test: P2PTest | None) -> list[Finding]:
     for a, b in ctx.tp_pairs:
         pair = ctx.rig.pair(a, b)
         if pair is None:
-            findings.append(
-                Finding.make(
-                    "E_P2P",
-                    f"GPUs {a} and {b}: peer access was not read on this rig",
-                    gpus=[a, b],
-                    remedy=remedy,
-                )
-            )
+            why = "peer access was not read on this rig"
         elif not pair.peer_ok:
-            findings.append(
-                Finding.make(
-                    "E_P2P",
-                    f"GPUs {a} and {b}: NVML peer {_status(pair)}; the recipe needs both OK",
-                    gpus=[a, b],
-                    remedy=remedy,
-                )
-            )
+            why = f"NVML peer {_status(pair)}; the recipe needs both OK"
+        else:
+            continue
+        findings.append(
+            Finding.make("E_P2P", f"GPUs {a} and {b}: {why}", gpus=[a, b], remedy=remedy)
+        )
     if test is None or not ctx.tp_pairs:
         return findings
     if test.skipped:
