@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,27 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RECORD = (
     FIXTURES / "recipes" / "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3.json"
 )
+
+# Every test is in exactly one tier (`make test-unit`, `test-integration`, `test-e2e`):
+# e2e starts a real engine or service: it is marked so, uses one of these fixtures, asks for the
+# PostgreSQL variant of a hub fixture, or lives in a file named for it.
+TIERS = ("unit", "integration", "e2e")
+E2E_FIXTURES = {"llama_server", "docker_daemon", "engine_image", "pg_server"}
+E2E_PARAMS = {"db_url": "postgresql", "fuzzed_hub": "postgresql"}
+E2E_PATHS = re.compile(r"(^|/)(docker/|[^/]*_e2e\.py$)")
+# Integration opens sockets, starts processes or sleeps for real; unit does none of it.
+REAL_IO = re.compile(
+    r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
+    r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
+)
+# Tests whose session-wide server or daemon one process should own: xdist runs each group in a
+# single worker (`make test-parallel`, --dist loadgroup).
+SERIAL_GROUPS = {
+    "llama_server": "llama-server",
+    "docker_daemon": "docker",
+    "engine_image": "docker",
+    "pg_server": "postgresql",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +167,60 @@ def docker_daemon(tmp_path_factory) -> Iterator[None]:
     from tests.docker_daemon import daemon
 
     yield from daemon(tmp_path_factory.mktemp("dockerd"))
+
+
+@cache
+def _does_real_io(path: Path) -> bool:
+    return bool(REAL_IO.search(path.read_text(encoding="utf-8")))
+
+
+def _on_postgresql(item: pytest.Item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(params.get(name) == value for name, value in E2E_PARAMS.items())
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier a test is in, from its marks, fixtures, parameters and file."""
+    explicit = [t for t in TIERS if item.get_closest_marker(t)]
+    if explicit:
+        return explicit[-1]  # e2e outranks the others, as a test needing an engine does
+    rel = item.path.relative_to(Path(__file__).parent).as_posix()
+    if (
+        set(getattr(item, "fixturenames", ())) & E2E_FIXTURES
+        or _on_postgresql(item)
+        or E2E_PATHS.search(rel)
+    ):
+        return "e2e"
+    return "integration" if _does_real_io(item.path) else "unit"
+
+
+def serial_group(item: pytest.Item) -> str | None:
+    """The xdist group of a test that shares a session-wide server or daemon, else None."""
+    if _on_postgresql(item):
+        return SERIAL_GROUPS["pg_server"]
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return next((g for f, g in SERIAL_GROUPS.items() if f in fixtures), None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (and its xdist group); with RIGBOOK_TIER_REPORT set, write
+    every test's tier marks to that file (tests/shape/test_tiers.py reads it)."""
+    lines = []
+    for item in items:
+        tier = tier_of(item)
+        for other in TIERS:
+            if other != tier and item.get_closest_marker(other):
+                raise pytest.UsageError(f"{item.nodeid} is marked both {tier} and {other}")
+        if not item.get_closest_marker(tier):
+            item.add_marker(tier)
+        group = serial_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        marks = " ".join(t for t in TIERS if item.get_closest_marker(t))
+        lines.append(f"{item.nodeid}\t{marks}")
+    if report := os.environ.get("RIGBOOK_TIER_REPORT"):
+        Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")
