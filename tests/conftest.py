@@ -30,13 +30,15 @@ REAL_IO = re.compile(
     r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
 )
 # Tests whose session-wide server or daemon one process should own: xdist runs each group in a
-# single worker (`make test-parallel`, --dist loadgroup).
+# single worker (`make test-parallel`, --dist loadgroup). vLLM's tests each start an engine that
+# wants every core: two at once would only starve each other.
 SERIAL_GROUPS = {
     "llama_server": "llama-server",
     "docker_daemon": "docker",
     "engine_image": "docker",
     "pg_server": "postgresql",
 }
+SERIAL_FILES = re.compile(r"vllm[^/]*_e2e\.py$")
 
 
 @pytest.fixture(autouse=True)
@@ -198,6 +200,8 @@ def serial_group(item: pytest.Item) -> str | None:
     """The xdist group of a test that shares a session-wide server or daemon, else None."""
     if _on_postgresql(item):
         return SERIAL_GROUPS["pg_server"]
+    if SERIAL_FILES.search(item.path.name):
+        return "vllm"
     fixtures = set(getattr(item, "fixturenames", ()))
     return next((g for f, g in SERIAL_GROUPS.items() if f in fixtures), None)
 

@@ -478,7 +478,8 @@ def test_a_first_token_written_with_the_role_is_no_merged_read():
         return load
 
     load = asyncio.run(run())
-    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
+    # A merged read here would be a pause (200 ms) wide: half of it tells them apart.
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 100.0
 
 
 def test_the_pace_follows_the_gap_between_tokens_not_the_role_events():
