@@ -130,10 +130,11 @@ test-integration: setup-test
 test-e2e: setup-test setup-vllm docker-image
 	$(PYTEST) -m e2e
 
-# Every tier across the cores (pytest-xdist); the tests that share a session-wide server or
-# daemon run in one worker each (xdist_group, --dist loadgroup).
+# Every tier across the cores (pytest-xdist), then, in one process, the tests marked serial
+# (a session-wide server or daemon that each worker would start again: tests/conftest.py).
 test-parallel: setup-test setup-vllm docker-image
-	$(PYTEST) -n auto --dist loadgroup
+	$(PYTEST) -n auto -m "not serial"
+	$(PYTEST) -m serial
 
 # Lint, format check and type check; configured in pyproject.toml.
 lint: $(STAMP_TEST)

@@ -29,15 +29,11 @@ REAL_IO = re.compile(
     r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
     r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
 )
-# Tests whose session-wide server or daemon one process should own: xdist runs each group in a
-# single worker (`make test-parallel`, --dist loadgroup). vLLM's tests each start an engine that
-# wants every core: two at once would only starve each other.
-SERIAL_GROUPS = {
-    "llama_server": "llama-server",
-    "docker_daemon": "docker",
-    "engine_image": "docker",
-    "pg_server": "postgresql",
-}
+# Tests that share a session-wide server or daemon (one a worker would start again, or fight
+# over) run in one process after the parallel rest (`make test-parallel`). pytest-xdist's own
+# xdist_group does not hold on pytest 9 (it renames the node id by an attribute pytest 9 no
+# longer reads). vLLM's tests each start an engine that wants every core. Every e2e fixture is
+# session-wide.
 SERIAL_FILES = re.compile(r"vllm[^/]*_e2e\.py$")
 
 
@@ -196,35 +192,32 @@ def tier_of(item: pytest.Item) -> str:
     return "integration" if _does_real_io(item.path) else "unit"
 
 
-def serial_group(item: pytest.Item) -> str | None:
-    """The xdist group of a test that shares a session-wide server or daemon, else None."""
-    if _on_postgresql(item):
-        return SERIAL_GROUPS["pg_server"]
-    if SERIAL_FILES.search(item.path.name):
-        return "vllm"
+def is_serial(item: pytest.Item) -> bool:
+    """Whether a test shares a session-wide server or daemon, or starts vLLM."""
     fixtures = set(getattr(item, "fixturenames", ()))
-    return next((g for f, g in SERIAL_GROUPS.items() if f in fixtures), None)
+    return bool(
+        fixtures & E2E_FIXTURES or _on_postgresql(item) or SERIAL_FILES.search(item.path.name)
+    )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker")
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark each test with its tier, and ``serial`` where it is, as it is collected."""
+    tier = tier_of(item)
+    for other in TIERS:
+        if other != tier and item.get_closest_marker(other):
+            raise pytest.UsageError(f"{item.nodeid} is marked both {tier} and {other}")
+    if not item.get_closest_marker(tier):
+        item.add_marker(tier)
+    if is_serial(item):
+        item.add_marker("serial")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier (and its xdist group); with RIGBOOK_TIER_REPORT set, write
-    every test's tier marks to that file (tests/shape/test_tiers.py reads it)."""
-    lines = []
-    for item in items:
-        tier = tier_of(item)
-        for other in TIERS:
-            if other != tier and item.get_closest_marker(other):
-                raise pytest.UsageError(f"{item.nodeid} is marked both {tier} and {other}")
-        if not item.get_closest_marker(tier):
-            item.add_marker(tier)
-        group = serial_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-        marks = " ".join(t for t in TIERS if item.get_closest_marker(t))
-        lines.append(f"{item.nodeid}\t{marks}")
+    """With RIGBOOK_TIER_REPORT set, write every test's tier marks to that file
+    (tests/shape/test_tiers.py reads it)."""
     if report := os.environ.get("RIGBOOK_TIER_REPORT"):
+        lines = [
+            f"{item.nodeid}\t{' '.join(t for t in TIERS if item.get_closest_marker(t))}"
+            for item in items
+        ]
         Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")
