@@ -1,4 +1,5 @@
-"""The bench client against the synthetic server: rates match the server's own record; failures invalidate cells."""
+"""The bench client against the synthetic server: every token it sent is counted, the figures
+follow from the records, failures invalidate cells."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A cell's streams in two worker processes (`rigbook bench --workers 2`), against the synthetic
-server on loopback: every request once, the server's own rates, signals and a killed worker."""
+server on loopback: every request once, every token the server sent, signals and a killed worker."""
 
 from __future__ import annotations
 
