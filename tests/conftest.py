@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,25 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RECORD = (
     FIXTURES / "recipes" / "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3.json"
 )
+
+# Every test is in exactly one tier (`make test-unit`, `test-integration`, `test-e2e`):
+# e2e starts a real engine or service: it is marked so, uses one of these fixtures, asks for the
+# PostgreSQL variant of a hub fixture, or lives in a file named for it.
+TIERS = ("unit", "integration", "e2e")
+E2E_FIXTURES = {"llama_server", "docker_daemon", "engine_image", "pg_server"}
+E2E_PARAMS = {"db_url": "postgresql", "fuzzed_hub": "postgresql"}
+E2E_PATHS = re.compile(r"(^|/)(docker/|[^/]*_e2e\.py$)")
+# Integration opens sockets, starts processes or sleeps for real; unit does none of it.
+REAL_IO = re.compile(
+    r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
+    r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
+)
+# Tests that share a session-wide server or daemon (one a worker would start again, or fight
+# over) run in one process after the parallel rest (`make test-parallel`). pytest-xdist's own
+# xdist_group does not hold on pytest 9 (it renames the node id by an attribute pytest 9 no
+# longer reads). vLLM's tests each start an engine that wants every core. Every e2e fixture is
+# session-wide.
+SERIAL_FILES = re.compile(r"vllm[^/]*_e2e\.py$")
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +165,59 @@ def docker_daemon(tmp_path_factory) -> Iterator[None]:
     from tests.docker_daemon import daemon
 
     yield from daemon(tmp_path_factory.mktemp("dockerd"))
+
+
+@cache
+def _does_real_io(path: Path) -> bool:
+    return bool(REAL_IO.search(path.read_text(encoding="utf-8")))
+
+
+def _on_postgresql(item: pytest.Item) -> bool:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(params.get(name) == value for name, value in E2E_PARAMS.items())
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier a test is in, from its marks, fixtures, parameters and file."""
+    explicit = [t for t in TIERS if item.get_closest_marker(t)]
+    if explicit:
+        return explicit[-1]  # e2e outranks the others, as a test needing an engine does
+    rel = item.path.relative_to(Path(__file__).parent).as_posix()
+    if (
+        set(getattr(item, "fixturenames", ())) & E2E_FIXTURES
+        or _on_postgresql(item)
+        or E2E_PATHS.search(rel)
+    ):
+        return "e2e"
+    return "integration" if _does_real_io(item.path) else "unit"
+
+
+def is_serial(item: pytest.Item) -> bool:
+    """Whether a test shares a session-wide server or daemon, or starts vLLM."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(
+        fixtures & E2E_FIXTURES or _on_postgresql(item) or SERIAL_FILES.search(item.path.name)
+    )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark each test with its tier, and ``serial`` where it is, as it is collected."""
+    tier = tier_of(item)
+    for other in TIERS:
+        if other != tier and item.get_closest_marker(other):
+            raise pytest.UsageError(f"{item.nodeid} is marked both {tier} and {other}")
+    if not item.get_closest_marker(tier):
+        item.add_marker(tier)
+    if is_serial(item):
+        item.add_marker("serial")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With RIGBOOK_TIER_REPORT set, write every test's tier marks to that file
+    (tests/shape/test_tiers.py reads it)."""
+    if report := os.environ.get("RIGBOOK_TIER_REPORT"):
+        lines = [
+            f"{item.nodeid}\t{' '.join(t for t in TIERS if item.get_closest_marker(t))}"
+            for item in items
+        ]
+        Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -3,6 +3,7 @@ as `rigbook bench`, and build the streams and records the rules are tested on.""
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 import threading
@@ -12,9 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from rigbook.bench.measure import Measurement, MeasureRequest, Progress, measure
-from rigbook.bench.result import BenchResult
+from rigbook.bench.result import BenchResult, Cell
 from rigbook.openai.stream import RawRequest, apply_event
 from rigbook_testkit import launch
 from tests.conftest import free_port
@@ -97,8 +99,47 @@ def streamed(tokens: int, *, gap_s: float = 0.01) -> RawRequest:
     return raw
 
 
-def within(a: float, b: float, rel: float) -> bool:
-    return abs(a - b) <= rel * abs(b)
+def follows_from_records(cell: Cell) -> None:
+    """The cell's figures are what its own records give, on the client's own stamps: each
+    request's rate is its tokens after the first chunk over first to last token, the aggregate
+    the counted tokens over the burst's span or the sustained window, the TTFT median the
+    records'. Identities, not a wall-clock rate against a live server: how close those stamps
+    are to the server's is `make bench-truth`'s figure."""
+    rel = 1e-9
+    done = [r for r in cell.requests if r.ok and (cell.mode == "sustained" or not r.cut_at_window)]
+    assert done, cell.invalid_reasons
+    for r in done:
+        if r.decode_tok_s is not None:
+            assert r.first_token_s is not None and r.last_token_s is not None
+            span = r.last_token_s - r.first_token_s
+            after = r.output_tokens - r.first_chunk_tokens
+            assert r.decode_tok_s == pytest.approx(after / span, rel=rel), r
+    m = cell.metrics
+    if cell.mode == "burst":
+        ends = [r.last_token_s for r in done if r.last_token_s is not None]
+        tokens = sum(r.output_tokens for r in done)
+        span = max(ends) - min(r.sent_s for r in done)
+    else:
+        tokens = round(sum(r.window_tokens or 0 for r in done))
+        assert m.window_s is not None and m.tokens_in_window == tokens
+        span = m.window_s
+    assert m.aggregate_tok_s == pytest.approx(tokens / span, rel=rel)
+    rates = [r.decode_tok_s for r in done if r.decode_tok_s is not None]
+    ttft = [1000.0 * (r.first_token_s - r.sent_s) for r in done if r.first_token_s is not None]
+    for got, values in ((m.per_request_decode_tok_s.p50, rates), (m.ttft_ms.p50, ttft)):
+        assert got == (pytest.approx(statistics.median(values), rel=rel) if values else None)
+    # A rate the client marked as moved by its own lag is never published.
+    marked = set(cell.client.marked) if cell.client else set()
+    if marked & {"aggregate_tok_s", "per_request_decode_tok_s"}:
+        assert cell.client_bound
+
+
+def served_as_recorded(cell: Cell, own: list[dict]) -> None:
+    """Each completed request carried the tokens and events the server says it sent."""
+    done = [r for r in cell.requests if r.ok and not r.cut_at_window]
+    served = [s for s in own if s["completed"]]
+    assert sorted(r.output_tokens for r in done) == sorted(s["tokens"] for s in served)
+    assert sorted(r.chunks for r in done) == sorted(s["chunks"] for s in served)
 
 
 def start_synthetic(*args: str) -> tuple[subprocess.Popen[bytes], str]:

@@ -18,7 +18,7 @@ from rigbook.bench.metrics import distribution, to_record
 from rigbook.bench.result import ClientLoad, RequestRecord
 from rigbook.bench.scheduler import TOLERANCE, UNBOUNDED, judge_client, warned
 from rigbook.openai.stream import RawRequest
-from tests.bench.helpers import bench, recorded, streamed, synthetic_server
+from tests.bench.helpers import bench, follows_from_records, recorded, streamed, synthetic_server
 from tests.conftest import scripted_server
 
 SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
@@ -249,8 +249,10 @@ def test_two_tokens_written_at_once_mid_stream_are_kept_from_the_rates():
     load, raw = _read(pieces, pause_s=0.1)
     assert raw.error is None and len(raw.times) == 4
     assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms >= 50.0
-    assert load.last_read_worst_ms is not None and load.last_read_worst_ms < 20.0
-    assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 20.0
+    # A read that held a later event would be a pause (100 ms) wide: half of it tells them apart
+    # with room for a loaded machine's scheduling.
+    assert load.last_read_worst_ms is not None and load.last_read_worst_ms < 50.0
+    assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 50.0
 
 
 @needs_reader
@@ -258,8 +260,9 @@ def test_a_token_after_the_role_in_one_read_moves_no_ttft():
     """llama-server writes the role event and the first token together: the token is the read's
     last event, so it carries its own stamp and the read is no merged read."""
     load, _ = _read([SSE, ROLE + token("a"), token("b"), END], pause_s=0.2)
-    assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 20.0
-    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
+    # A merged read here would be a pause (200 ms) wide: half of it tells them apart.
+    assert load.first_read_worst_ms is not None and load.first_read_worst_ms < 100.0
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 100.0
 
 
 def test_only_a_published_figure_is_warned_of():
@@ -271,10 +274,11 @@ def test_only_a_published_figure_is_warned_of():
 
 
 @pytest.mark.parametrize("kind", ["python", "compiled"] if compiled.available() else ["python"])
-def test_one_stream_on_the_ground_truth_server_keeps_its_rates(kind, tmp_path):
+def test_one_stream_on_the_ground_truth_server_counts_every_token(kind, tmp_path):
     """One stream of five seconds against the synthetic server, whose own record is the truth:
-    the client measured every token the server sent, and neither rate is marked (a lag would
-    have to reach 1 % of the reply, 50 ms, to mark one)."""
+    the client measured every token the server sent, and a rate it marked (a lag would have to
+    reach 1 % of the reply, 50 ms, to mark one) is not published. Whether an idle machine
+    marks none: `make bench-truth`."""
     with synthetic_server("--rate 100 --tokens-per-chunk 1 --falloff 0 --ttft-s 0.05") as url:
         result = bench(
             url,
@@ -290,6 +294,5 @@ def test_one_stream_on_the_ground_truth_server_keeps_its_rates(kind, tmp_path):
     assert cell.valid and cell.client is not None, cell.invalid_reasons
     [record] = cell.requests
     assert record.output_tokens == served["tokens"] and record.chunks == served["chunks"]
-    assert not cell.client_bound, cell.client.reason
-    assert not {"aggregate_tok_s", "per_request_decode_tok_s"} & set(cell.client.marked)
-    assert [p.concurrency for p in result.perf_points] == [1]
+    follows_from_records(cell)
+    assert [p.concurrency for p in result.perf_points] == ([] if cell.client_bound else [1])

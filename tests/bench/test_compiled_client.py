@@ -32,7 +32,14 @@ from rigbook.bench.scheduler import judge_client
 from rigbook.codes import Code
 from rigbook.errors import InputError
 from rigbook.openai.stream import RawRequest
-from tests.bench.helpers import bench, outcome, rigbook, start_bench, synthetic_server, within
+from tests.bench.helpers import (
+    bench,
+    follows_from_records,
+    outcome,
+    rigbook,
+    start_bench,
+    synthetic_server,
+)
 from tests.conftest import free_port, scripted_server
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="the reader was not built")
@@ -253,10 +260,11 @@ def one_lane_stalled_once(
     return result.cells[0]
 
 
-def test_a_stalled_event_loop_moves_no_timestamp(url, tmp_path):
+def test_a_stalled_event_loop_loses_no_token(url, tmp_path):
     """The Python client stamps a read when its loop gets to it; the compiled one has the
-    kernel's stamp, so a loop that stops for 300 ms mid-stream (six gaps of 20 ms) moves
-    nothing, and the cell is not flagged."""
+    kernel's stamp, so a loop that stops for 300 ms mid-stream (six gaps of 20 ms) moves no
+    timestamp (how far from the server's figures: `make bench-truth`, its stalled-loop rows)
+    and loses no token."""
     cell = one_lane_stalled_once(
         url,
         tmp_path,
@@ -266,10 +274,9 @@ def test_a_stalled_event_loop_moves_no_timestamp(url, tmp_path):
         max_tokens=100,
     )
     assert cell.client is not None and cell.client.timestamps == "kernel"
-    assert not cell.client_bound, cell.client.reason
     [record] = cell.requests
-    assert within(record.decode_tok_s, 50.0, 0.01), record.decode_tok_s
-    assert record.itl_ms is not None and record.itl_ms.max < 30.0
+    assert record.ok and record.output_tokens == 100 and record.chunks == 100
+    follows_from_records(cell)
 
 
 def test_a_stopped_process_that_merged_reads_is_flagged(url, tmp_path):
@@ -304,16 +311,16 @@ def test_a_stopped_process_that_merged_reads_is_flagged(url, tmp_path):
     assert "itl_ms_worst_p99" in cell.client.marked, cell.client.model_dump(exclude={"loop_lag_ms"})
 
 
-def test_a_clean_compiled_run_is_within_one_percent_and_not_flagged(url, tmp_path):
+def test_a_compiled_run_counts_every_token_and_measures_its_reads(url, tmp_path):
+    """Its accuracy against the server's own record is `make bench-truth`'s figure."""
     result = bench(
         url, tmp_path / "r.json", concurrency=[8], requests=8, max_tokens=100, client="compiled"
     )
     cell = result.cells[0]
-    assert not cell.client_bound and cell.valid
+    assert cell.valid and len(cell.requests) == 8
     assert cell.client is not None and cell.client.merged_read_worst_ms is not None
-    assert cell.client.merged_read_worst_ms < 10.0
-    for record in cell.requests:
-        assert within(record.decode_tok_s, 50.0, 0.01), record.decode_tok_s
+    assert all(r.output_tokens == 100 and r.chunks == 100 for r in cell.requests)
+    follows_from_records(cell)
 
 
 def test_asking_for_the_compiled_client_on_https_is_a_clear_error(tmp_path):
@@ -419,20 +426,21 @@ def test_a_loop_stalled_between_a_lanes_requests_is_flagged(url, tmp_path):
     )
     load = cell.client
     assert load is not None and load.timestamps == "kernel"
-    assert load.end_late_worst_ms is not None and load.end_late_worst_ms < 10.0
-    assert load.next_request_late_worst_ms is not None
+    assert load.end_late_worst_ms is not None and load.next_request_late_worst_ms is not None
     assert load.next_request_late_worst_ms >= 250.0, load.model_dump(exclude={"loop_lag_ms"})
     assert cell.client_bound and "next request" in (load.reason or "")
 
 
-def test_a_prompt_turnover_is_not_flagged(url, tmp_path):
+def test_each_lanes_turnover_is_measured(url, tmp_path):
+    """Two lanes of three requests turn over four times; how late is measured (the rule that
+    judges it: test_kernel_stamps_are_judged_on_merged_reads_and_late_turnovers)."""
     cell = bench(
         url, tmp_path / "r.json", concurrency=[2], requests=6, max_tokens=20, client="compiled"
     ).cells[0]
     load = cell.client
+    assert cell.valid and len(cell.requests) == 6
     assert load is not None and load.next_request_late_worst_ms is not None
-    assert load.next_request_late_worst_ms < 10.0, load.model_dump(exclude={"loop_lag_ms"})
-    assert not cell.client_bound and cell.valid
+    assert load.next_request_late_worst_ms >= 0.0
 
 
 def test_the_handshake_round_trip_is_read_from_the_kernel():
@@ -471,7 +479,8 @@ def test_a_first_token_written_with_the_role_is_no_merged_read():
         return load
 
     load = asyncio.run(run())
-    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 20.0
+    # A merged read here would be a pause (200 ms) wide: half of it tells them apart.
+    assert load.merged_read_worst_ms is not None and load.merged_read_worst_ms < 100.0
 
 
 def test_the_pace_follows_the_gap_between_tokens_not_the_role_events():

@@ -1,9 +1,9 @@
-"""The bench client against the synthetic server: rates match the server's own record; failures invalidate cells."""
+"""The bench client against the synthetic server: every token it sent is counted, the figures
+follow from the records, failures invalidate cells."""
 
 from __future__ import annotations
 
 import json
-import statistics
 import time
 
 import httpx
@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from rigbook.bench.result import load_result, verify_hash
 from rigbook_testkit.synthetic_server import _events
-from tests.bench.helpers import bench, recorded, synthetic_server, within
+from tests.bench.helpers import (
+    bench,
+    follows_from_records,
+    recorded,
+    served_as_recorded,
+    synthetic_server,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,53 +38,21 @@ def server(server_proc):
     return None, server_proc
 
 
-def test_rates_and_ttft_match_the_servers_record(server, tmp_path):
-    """Every figure the client does not mark as moved by its own lag is within 1 % of what the
-    server recorded; a marked one (a loaded machine stalled the client) is shown as such, never as
-    a valid number. So the test fails only on a wrong figure that looks valid, whatever the load."""
+def test_every_token_the_server_sent_is_counted_and_the_figures_follow(server, tmp_path):
+    """Each request carried the tokens and events the server recorded, and every figure is what
+    the client's own records give; a figure the client marked as moved by its own lag is never
+    published. How close the figures are to the server's own is `make bench-truth`'s measure."""
     _s, url = server
     result = bench(url, tmp_path / "r.json", concurrency=[1, 4], requests=4, max_tokens=160)
     served = recorded(url)
     assert len(served) == 8
     for cell, own in zip(result.cells, (served[:4], served[4:]), strict=True):
         assert cell.valid and cell.token_count_source == "server_continuous"
-        marked = set(cell.client.marked) if cell.client else set()
-        if marked & {"aggregate_tok_s", "per_request_decode_tok_s"}:
-            assert cell.client_bound  # a marked rate publishes no perf point
-        if "per_request_decode_tok_s" not in marked:
-            client_rates = sorted(r.decode_tok_s for r in cell.requests)
-            server_rates = sorted(r["decode_tok_s"] for r in own)
-            for c, sv in zip(client_rates, server_rates, strict=True):
-                assert within(c, sv, 0.01), (c, sv)
-            assert within(
-                cell.metrics.per_request_decode_tok_s.p50, statistics.median(server_rates), 0.01
-            )
-        if "aggregate_tok_s" not in marked:
-            tokens = sum(r["tokens"] for r in own)
-            server_agg = tokens / (
-                max(r["last_send"] for r in own) - min(r["arrival"] for r in own)
-            )
-            assert within(cell.metrics.aggregate_tok_s, server_agg, 0.01), (
-                cell.metrics.aggregate_tok_s,
-                server_agg,
-            )
-        # The client's TTFT holds the server's plus the loopback trip: never less; unmarked, at
-        # most 1 % of it (or the trip's 5 ms) more.
-        server_ttft = 1000 * statistics.median(r["ttft_s"] for r in own)
-        gap = cell.metrics.ttft_ms.p50 - server_ttft
-        assert gap > 0.0, gap
-        if "ttft_ms" not in marked:
-            assert gap < max(5.0, 0.01 * server_ttft), gap
+        served_as_recorded(cell, own)
+        follows_from_records(cell)
         # The first token comes alone, as an engine sends it; three a chunk after it.
         assert all(r.output_tokens == 160 and r.first_chunk_tokens == 1 for r in cell.requests)
-    one, four = result.cells
-    # The server slows each request as concurrency rises; the aggregate still grows.
-    if not (one.client_bound or four.client_bound):
-        assert (
-            four.metrics.per_request_decode_tok_s.p50
-            < 0.6 * one.metrics.per_request_decode_tok_s.p50
-        )
-        assert four.metrics.aggregate_tok_s > 1.5 * one.metrics.aggregate_tok_s
+    _one, four = result.cells
     assert four.metrics.concurrency_reached == 4
     # Perf points: decode_tok_s is the aggregate, per-request median beside it, conditions filled.
     # A cell a loaded machine stalled is flagged client_bound and publishes none; its point is built
@@ -134,12 +108,8 @@ def test_token_source_is_recorded(server, tmp_path):
     # rate is the tokens after the first one's (before, the total spread over every chunk read
     # 2 % low).
     assert all(r.output_tokens == 90 and r.chunks == 31 for r in cell.requests)
-    for c, sv in zip(
-        sorted(r.decode_tok_s for r in cell.requests),
-        sorted(r["decode_tok_s"] for r in recorded(url)),
-        strict=True,
-    ):
-        assert within(c, sv, 0.01)
+    served_as_recorded(cell, recorded(url))
+    follows_from_records(cell)
 
 
 def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
@@ -155,9 +125,11 @@ def test_reasoning_tokens_separate_ttft_from_first_content(server, tmp_path):
     cell = result.cells[0]
     rec = cell.requests[0]
     assert cell.valid and rec.reasoning_tokens == 24
-    # 24 reasoning tokens at 400 tok/s: content starts about 60 ms after the first token.
-    gap = cell.metrics.ttfct_ms.p50 - cell.metrics.ttft_ms.p50
-    assert 45 < gap < 90, gap
+    # Content starts after the 24 reasoning tokens: the first content token comes later than the
+    # first token, and the cell's time to it is that request's.
+    assert rec.first_token_s is not None and rec.first_content_s is not None
+    assert rec.first_content_s > rec.first_token_s
+    assert cell.metrics.ttfct_ms.p50 == pytest.approx(1000.0 * (rec.first_content_s - rec.sent_s))
 
 
 @pytest.mark.parametrize(
@@ -193,9 +165,11 @@ def test_sustained_counts_only_tokens_inside_the_window(server, tmp_path):
     cell = result.cells[0]
     assert cell.mode == "sustained" and cell.valid
     assert any(r.cut_at_window for r in cell.requests)
-    # Each of the 2 streams runs at 400/1.25 = 320 tok/s; the window begins with a 30 ms TTFT.
-    assert 0.85 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
+    # Only tokens inside the window count: never more than a request received.
+    assert all(r.window_tokens is not None for r in cell.requests)
+    assert all(r.window_tokens <= r.output_tokens for r in cell.requests)
     assert cell.metrics.tokens_in_window == round(sum(r.window_tokens for r in cell.requests))
+    follows_from_records(cell)
 
 
 def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
@@ -206,14 +180,12 @@ def test_a_window_shorter_than_one_reply_still_measures(server, tmp_path):
     assert cell.valid, cell.invalid_reasons
     assert cell.requests and all(r.cut_at_window for r in cell.requests)
     assert cell.metrics.requests_ok == 2 and cell.metrics.requests_failed == 0
-    # The cut streams' rates are the server's own (it stopped sending when the client hung up).
-    for c, sv in zip(
-        sorted(r.decode_tok_s for r in cell.requests),
-        sorted(r["decode_tok_s"] for r in recorded(url)),
-        strict=True,
-    ):
-        assert within(c, sv, 0.02), (c, sv)
-    assert 0.8 * 640 < cell.metrics.aggregate_tok_s < 1.01 * 640
+    # The server stopped sending when the client hung up: neither side finished a reply, and the
+    # client counted no token the server did not send.
+    own = recorded(url)
+    assert len(own) == 2 and not any(s["completed"] for s in own)
+    assert sum(r.output_tokens for r in cell.requests) <= sum(s["tokens"] for s in own)
+    follows_from_records(cell)
     assert [p.concurrency for p in result.perf_points] == ([] if cell.client_bound else [2])
 
 
@@ -263,15 +235,17 @@ def test_a_client_that_hangs_up_frees_its_stream_at_once():
     """An engine aborts a request whose client closed; the server must not count it until a
     write fails (the next cell would find its slot taken), nor twice when it ends on its own."""
     body = {"model": "synthetic", "stream": True, "max_tokens": 4000, "messages": []}
-    with synthetic_server("--rate 400 --ttft-s 0.5") as url, httpx.Client() as http:
+    with synthetic_server("--rate 400 --ttft-s 1") as url, httpx.Client(timeout=30) as http:
         with http.stream("POST", url + "/v1/chat/completions", json=body) as reply:
-            assert reply.status_code == 200  # its first token is 0.5 s away
+            assert reply.status_code == 200  # its first token is a second away
             assert http.get(url + "/_record").json()["active"] == 1
-        # Noticed by a failed write instead, it would take the first token and one more.
-        deadline = time.monotonic() + 0.2
+        deadline = time.monotonic() + 20
         while http.get(url + "/_record").json()["active"] and time.monotonic() < deadline:
             time.sleep(0.005)
+        # Freed before its first token: noticed by a failed write, it would have sent one.
+        [hung_up] = recorded(url)
         assert http.get(url + "/_record").json()["active"] == 0
+        assert hung_up["tokens"] == 0 and not hung_up["completed"]
         short = {**body, "max_tokens": 3}
         for _ in range(3):
             assert http.post(url + "/v1/chat/completions", json=short).status_code == 200
