@@ -21,11 +21,13 @@ from rigbook.compare.sources import load_source
 from rigbook.errors import InputError
 from rigbook.hub import publish
 from rigbook.hub.publish import publish_file
-from rigbook.hub.schemas import ResultAccepted
+from rigbook.hub.schemas import ReproductionAccepted, ResultAccepted
 from rigbook.quality.result import AgreeResult, NeedleResult
+from rigbook.reproduce import publish as reproduce_publish
 from rigbook.results import load_result
 from tests.compare.bench_results import write_result
 from tests.quality.test_compare import _agree, _needle
+from tests.reproduce.test_publish import folder
 from tests.result_files import committed
 
 runner = CliRunner()
@@ -145,6 +147,13 @@ class _Hub:
 
     publish_capacity = publish_result
 
+    def publish_reproduction(
+        self, slug: str, body: bytes, signature: object
+    ) -> ReproductionAccepted:
+        return ReproductionAccepted(
+            slug=slug, revision=2, reproduced_revision=1, verdict="inconclusive", content_hash="y"
+        )
+
 
 def test_publish_opens_the_file_once(
     tmp_path: Path, opened: Counter[Path], monkeypatch: pytest.MonkeyPatch
@@ -158,6 +167,19 @@ def test_publish_opens_the_file_once(
     opened.clear()
     done = publish_file(CAPACITY, "http://hub", None, recipe=None, signing=False)
     assert done.kind == "capacity" and opened[CAPACITY.resolve()] == 1
+
+
+def test_publish_opens_a_reproduction_and_its_result_once(
+    tmp_path: Path, opened: Counter[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reproduce_publish, "HubClient", _Hub)
+    document = folder(tmp_path)
+    opened.clear()
+    out = runner.invoke(app, ["publish", str(document), "--hub", "http://hub", "--no-sign"])
+    assert out.exit_code == 0, out.output
+    assert "published a reproduction (inconclusive)" in out.output
+    assert opened[document.resolve()] == 1
+    assert opened[(document.parent / "result.json").resolve()] == 1
 
 
 def test_publish_refuses_a_quality_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
