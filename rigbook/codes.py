@@ -565,8 +565,10 @@ _ALL = [
         "error",
         "InputError",
         "bench",
-        "A bench result file is malformed or its hash does not check out.",
-        "Use the file rigbook bench wrote, unmodified.",
+        "A result file (bench, capacity, needle or agree) cannot be read, is not JSON, declares "
+        "no result kind, is malformed, or its hash does not check out.",
+        "Give the file rigbook wrote (it prints the path when a run ends), unmodified: a bench, "
+        "capacity, needle or agree result.",
     ),
     _c(
         Code.E_STREAM_FORMAT,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,10 +19,12 @@ from rigbook import hashing
 from rigbook.bench.intervals import Interval
 from rigbook.bench.workloads.model import WorkloadRef
 from rigbook.bench.workloads.trace import TraceReplay
-from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
+from rigbook.result_file import ResultFile, edited, invalid, read_file
 from rigbook.rig.model import RigSummary
+
+BENCH_KIND: Final = "rigbook.bench.result"
 
 RESULT_SCHEMA_VERSION = 1
 
@@ -598,7 +600,7 @@ class BenchResult(Model):
     """A bench run: conditions, cells, perf points, telemetry and the content hash."""
 
     schema_version: int = RESULT_SCHEMA_VERSION
-    kind: Literal["rigbook.bench.result"] = "rigbook.bench.result"
+    kind: Literal["rigbook.bench.result"] = BENCH_KIND
     conditions: Conditions
     cells: list[Cell]
     perf_points: list[PerfPoint]
@@ -725,32 +727,16 @@ def save_result(result: BenchResult, path: Path | str) -> Path:
 
 
 def load_result(path: Path | str, *, check_hash: bool = True) -> BenchResult:
-    """Read a result file; a malformed file or a wrong hash raises ``E_RESULT_INVALID``."""
-    path = Path(path).expanduser()
+    """Read a bench result file; a malformed file or a wrong hash raises ``E_RESULT_INVALID``."""
+    return bench_from(read_file(path), check_hash=check_hash)
+
+
+def bench_from(file: ResultFile, *, check_hash: bool = True) -> BenchResult:
+    """The bench result ``file`` holds (hash checked on its JSON as written)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"cannot read {path}: {exc.strerror or exc}",
-            "Give the path rigbook bench printed.",
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            "E_RESULT_INVALID", f"{path} is not JSON: {exc.msg} at line {exc.lineno}"
-        ) from exc
-    try:
-        result = BenchResult.model_validate(raw)
+        result = BenchResult.model_validate(file.data)
     except ValidationError as exc:
-        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"{path} is not a bench result ({exc.error_count()} problems)",
-            details=details,
-        ) from exc
-    if check_hash and not hash_matches(raw):
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"{path}: content_hash does not match the content (edited after the run?)",
-        )
+        raise invalid(file, "a bench result", exc) from None
+    if check_hash and not hash_matches(file.data):
+        raise edited(file)
     return result

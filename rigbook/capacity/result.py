@@ -19,9 +19,9 @@ from rigbook.bench.result import BenchResult
 from rigbook.capacity.answer import CapacityAnswer
 from rigbook.capacity.search import ProbeOutcome, SearchSettings
 from rigbook.capacity.slo import Slo
-from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
+from rigbook.result_file import ResultFile, edited, invalid, read_file
 
 CAPACITY_KIND: Final = "rigbook.capacity.result"
 
@@ -89,18 +89,6 @@ def hash_matches(raw: object) -> bool:
     return hashing.carries_own_hash(raw, _without_unset_later)
 
 
-def is_capacity_file(path: Path | str) -> bool:
-    """True when ``path`` is a JSON file holding a capacity result (peeked at, not validated)."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        return False
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("kind") == CAPACITY_KIND
-
-
 def save_capacity(result: CapacityResult, path: Path) -> Path:
     """Write the result (hash set) atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,28 +100,17 @@ def save_capacity(result: CapacityResult, path: Path) -> Path:
 
 
 def load_capacity(path: Path | str) -> CapacityResult:
-    """Read a capacity result; a malformed file or a wrong hash is ``E_RESULT_INVALID``. The hash
-    is checked on the file as written (:func:`hash_as_written`), so results written by an older
-    version still load."""
-    path = Path(path).expanduser()
+    """Read a capacity result; a malformed file or a wrong hash is ``E_RESULT_INVALID``."""
+    return capacity_from(read_file(path))
+
+
+def capacity_from(file: ResultFile) -> CapacityResult:
+    """The capacity result ``file`` holds. The hash is checked on the file as written
+    (:func:`hash_as_written`), so results written by an older version still load."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError("E_RESULT_INVALID", f"cannot read {path}: {exc.strerror or exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError("E_RESULT_INVALID", f"{path} is not JSON: {exc}") from exc
-    try:
-        result = CapacityResult.model_validate(raw)
+        result = CapacityResult.model_validate(file.data)
     except ValidationError as exc:
-        details = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]]
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"{path} is not a capacity result ({exc.error_count()} problems)",
-            details=details,
-        ) from exc
-    if not hash_matches(raw):
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"{path}: content_hash does not match the content (edited after the run?)",
-        )
+        raise invalid(file, "a capacity result", exc) from None
+    if not hash_matches(file.data):
+        raise edited(file)
     return result

@@ -259,37 +259,30 @@ def register(app: typer.Typer) -> None:
         with handled(as_json):
             from rigbook.bench.journal import rebuild
             from rigbook.bench.report import write_report
-            from rigbook.bench.result import load_result, save_result
-            from rigbook.quality import result as quality
+            from rigbook.bench.result import BenchResult, save_result
+            from rigbook.capacity.chart import write_capacity_report
+            from rigbook.capacity.result import CapacityResult
             from rigbook.quality.report import write_quality_report
+            from rigbook.results import load_result
 
             if fmt not in ("md", "html"):
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
-            from rigbook.capacity.result import is_capacity_file
-
             target = out or result.parent / (result.name.split(".")[0] + "-report")
-            if quality.peek_kind(result) in (quality.NEEDLE_KIND, quality.AGREE_KIND):
-                written, rebuilt = write_quality_report(quality.load(result), target, fmt), None
-            elif is_capacity_file(
-                result
-            ):  # the capacity curve with its SLO lines, and the probes' bench report
-                from rigbook.capacity.chart import write_capacity_report
-                from rigbook.capacity.result import load_capacity
-
-                written, rebuilt = (
-                    write_capacity_report(load_capacity(result), target, fmt),
-                    None,
-                )
-            elif result.name.endswith(".journal.jsonl"):
+            rebuilt = None
+            if result.name.endswith(".journal.jsonl"):
                 res = rebuild(result)
                 rebuilt = result.with_name(
                     result.name.removesuffix(".journal.jsonl") + ".rebuilt.json"
                 )
                 save_result(res, rebuilt)
                 written = write_report(res, target, fmt)
+            elif isinstance(loaded := load_result(result).result, BenchResult):
+                written = write_report(loaded, target, fmt)
+            elif isinstance(loaded, CapacityResult):
+                # the capacity curve with its SLO lines, and the probes' bench report
+                written = write_capacity_report(loaded, target, fmt)
             else:
-                rebuilt = None
-                written = write_report(load_result(result), target, fmt)
+                written = write_quality_report(loaded, target, fmt)
             value = {
                 "report": str(written.report),
                 "plots": [str(p) for p in written.plots],

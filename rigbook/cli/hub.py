@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
+from rigbook.result_file import ResultFile
 
 hub_app = typer.Typer(help="Run a recipe hub: API, pages and leaderboard.", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens for writes to the hub.", no_args_is_help=True)
@@ -197,12 +197,15 @@ def publish(
     """Publish a recipe (a new revision), a bench result (measured points) or a capacity result
     (its users_at_slo point) to a hub; a result is signed when you have a key."""
     with handled(as_json):
-        from rigbook.hub.publish import file_kind, publish_file
+        from rigbook.hub.publish import publish_document
+        from rigbook.result_file import read_file
+        from rigbook.results import REPRODUCTION_KIND
 
-        if file_kind(Path(file).expanduser()) == "reproduction":
-            _publish_reproduction(Path(file).expanduser(), hub, token, sign, as_json)
+        document = read_file(file)
+        if document.kind == REPRODUCTION_KIND:
+            _publish_reproduction(document, hub, token, sign, as_json)
             return
-        done = publish_file(file, hub, token, recipe=recipe, signing=sign)
+        done = publish_document(document, hub, token, recipe=recipe, signing=sign)
 
         def show() -> None:
             what = {
@@ -222,11 +225,13 @@ def publish(
         emit(done, as_json, show)
 
 
-def _publish_reproduction(path: Path, hub: str, token: str | None, sign: bool, as_json: bool):
+def _publish_reproduction(
+    document: ResultFile, hub: str, token: str | None, sign: bool, as_json: bool
+):
     """The folder `rigbook reproduce` left: its result, then its verdict (rigbook.reproduce.publish)."""
-    from rigbook.reproduce.publish import publish_reproduction_file
+    from rigbook.reproduce.publish import publish_reproduction_document
 
-    done = publish_reproduction_file(path, hub, token, signing=sign)
+    done = publish_reproduction_document(document, hub, token, signing=sign)
     signed = f", signed by {done.signed_by}" if done.signed_by else ""
     again = " (already published: nothing added)" if done.duplicate else ""
     emit(

@@ -10,23 +10,24 @@ the rules count it as unknown.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from rigbook.bench.result import BenchResult, load_result
+from rigbook.bench.result import BenchResult
 from rigbook.bench.workloads.model import workload_of
-from rigbook.capacity.result import CapacityResult, is_capacity_file, load_capacity
+from rigbook.capacity.result import CapacityResult
 from rigbook.compare.model import ComparedConditions, ComparedPoint, QualityPoint, Source
 from rigbook.errors import InputError, RigbookError
 from rigbook.quality import result as quality_result
 from rigbook.quality.claims import needle_claim, recipe_quality
+from rigbook.recipe.load import parse_recipe
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 from rigbook.recipe.speculator import speculator
+from rigbook.result_file import read_file
+from rigbook.results import AnyResult, is_result, validate
 
-BENCH_KIND = "rigbook.bench.result"
 CPU = "CPU"
 # `rigbook bench` starts every perf point's notes so ("rigbook burst, profile seed v1, …"); a recipe
 # that published such a point states its mode there and nowhere else.
@@ -109,9 +110,8 @@ def source_from_recipe(ref: str, recipe: Recipe) -> Source:
     )
 
 
-def source_from_quality(ref: str) -> Source:
-    """A needle or agree result's quality points (hash checked), with the endpoint's engine."""
-    result = quality_result.load(ref)
+def source_from_quality(ref: str, result: quality_result.QualityResult) -> Source:
+    """A needle or agree result's quality points, with the endpoint's engine."""
     if isinstance(result, quality_result.NeedleResult):
         endpoint = result.conditions.endpoint
     else:
@@ -246,58 +246,53 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
     )
 
 
-def _is_bench_result(ref: str) -> bool:
-    """True when ``ref`` is a file holding a bench result (peeked at, so a recipe file goes to the recipe loader)."""
-    path = Path(ref).expanduser()
-    if not path.is_file():
-        return False
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and data.get("kind") == BENCH_KIND
+def source_from_loaded(ref: str, result: AnyResult) -> Source:
+    """The source a loaded result file gives, by its kind."""
+    if isinstance(result, BenchResult):
+        return source_from_result(ref, result)
+    if isinstance(result, CapacityResult):
+        return source_from_capacity(ref, result)
+    return source_from_quality(ref, result)
 
 
-def _looks_like_recipe(ref: str) -> bool:
-    """A JSON object with a slug: a recipe with mistakes in it, to be reported as one."""
+def _neither(ref: str, exc: RigbookError) -> InputError:
+    """A file that is no recipe may be a result cut short or edited: say both what it is not."""
+    return InputError(
+        "E_RESULT_INVALID",
+        f"{ref} is neither a bench result nor a recipe: {exc.message}",
+        "Give a result file written by `rigbook bench` (a killed run's *.journal.jsonl "
+        "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
+        details=exc.details,
+    )
+
+
+def _source_from_file(ref: str, path: Path) -> Source:
+    """A result file (hash checked) or a recipe file, read once: its ``kind`` tells which."""
     try:
-        data = json.loads(Path(ref).expanduser().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and "slug" in data
+        file = read_file(path)
+    except RigbookError as exc:
+        raise _neither(ref, exc) from None
+    if is_result(file):
+        return source_from_loaded(ref, validate(file).result)
+    try:
+        recipe = parse_recipe(file.data, ref)
+    except RigbookError as exc:
+        # a JSON object with a slug is a recipe with mistakes in it, to be reported as one
+        if exc.code != "E_RECIPE_INVALID" or (isinstance(file.data, dict) and "slug" in file.data):
+            raise
+        raise _neither(ref, exc) from None
+    return source_from_recipe(ref, recipe)
 
 
 def load_source(ref: str, *, points: bool = True) -> Source:
-    """Resolve one argument: a bench result file (hash checked), a recipe file or URL, or a catalog
-    slug. ``points``: refuse a source with nothing to compare (:func:`require_points`)."""
-    if quality_result.peek_kind(Path(ref)) in (
-        quality_result.NEEDLE_KIND,
-        quality_result.AGREE_KIND,
-    ):
-        source = source_from_quality(ref)
-    elif _is_bench_result(ref):
-        source = source_from_result(ref, load_result(ref))
-    elif is_capacity_file(ref):
-        source = source_from_capacity(ref, load_capacity(ref))
+    """Resolve one argument: a result file (bench, capacity, needle or agree; hash checked), a
+    recipe file or URL, or a catalog slug. ``points``: refuse a source with nothing to compare
+    (:func:`require_points`)."""
+    path = Path(ref).expanduser()
+    if path.is_file():
+        source = _source_from_file(ref, path)
     else:
-        try:
-            recipe = resolve_recipe(ref)
-        except RigbookError as exc:
-            if (
-                exc.code != "E_RECIPE_INVALID"
-                or not Path(ref).expanduser().is_file()
-                or _looks_like_recipe(ref)
-            ):
-                raise
-            # A file that is no recipe may be a result cut short or edited: say both what it is not.
-            raise InputError(
-                "E_RESULT_INVALID",
-                f"{ref} is neither a bench result nor a recipe: {exc.message}",
-                "Give a result file written by `rigbook bench` (a killed run's *.journal.jsonl "
-                "rebuilds with `rigbook report`), a recipe file, or a catalog slug.",
-                details=exc.details,
-            ) from None
-        source = source_from_recipe(ref, recipe)
+        source = source_from_recipe(ref, resolve_recipe(ref))
     return require_points(source) if points else source
 
 

@@ -1,24 +1,23 @@
-"""`rigbook publish`: send a recipe, a bench result, a capacity result or a reproduction file to a
-hub, telling which it is by its content."""
+"""`rigbook publish`: send a recipe, a bench result or a capacity result to a hub, telling which it
+is by its ``kind`` (a file read once, :mod:`rigbook.results`); `rigbook publish` sends a
+reproduction with :mod:`rigbook.reproduce.publish`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel
 
-from rigbook.bench.result import BenchResult, load_result
-from rigbook.capacity.result import CAPACITY_KIND, load_capacity
+from rigbook.bench.result import BenchResult
+from rigbook.capacity.result import CapacityResult
 from rigbook.errors import InputError
 from rigbook.hub.client import HubClient
 from rigbook.hub.signing import load_key, public_key_of, sign
-from rigbook.recipe.load import dump_recipe, load_recipe_file
+from rigbook.recipe.load import dump_recipe, parse_recipe
+from rigbook.result_file import ResultFile, read_file
+from rigbook.results import OTHER_KINDS, REPRODUCTION_KIND, is_result, validate
 
-RESULT_KIND = "rigbook.bench.result"
-REPRODUCTION_KIND = "rigbook.reproduction"
 FileKind = Literal["recipe", "result", "capacity", "reproduction"]
 
 
@@ -33,25 +32,6 @@ class Published(BaseModel):
     duplicate: bool = False
     signed_by: str | None = None
     url: str
-
-
-def file_kind(path: Path) -> FileKind:
-    """``result`` for a rigbook bench result, ``capacity`` for a capacity result, ``recipe`` for
-    anything else (validated as a recipe later)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError("E_INPUT", f"cannot read {path}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(
-            "E_INPUT",
-            f"{path} is not JSON: {exc}",
-            "Publish a recipe .json or a result file from `rigbook bench`.",
-        ) from None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == REPRODUCTION_KIND:
-        return "reproduction"
-    return "result" if kind == RESULT_KIND else "capacity" if kind == CAPACITY_KIND else "recipe"
 
 
 def result_slug(result: BenchResult, given: str | None) -> str:
@@ -73,13 +53,6 @@ def result_slug(result: BenchResult, given: str | None) -> str:
     return slug
 
 
-def signature_for(
-    private: Ed25519PrivateKey | None, slug: str, written: bytes
-) -> dict[str, str] | None:
-    """The signature headers for a result file's bytes published to ``slug``; None without a key."""
-    return sign(private, slug, json.loads(written)) if private is not None else None
-
-
 def publish_file(
     path: Path | str,
     hub: str,
@@ -88,57 +61,62 @@ def publish_file(
     recipe: str | None = None,
     signing: bool = True,
 ) -> Published:
-    """Publish ``path`` to ``hub``: a recipe as a new revision, a result as measured points of its
-    recipe, signed with the key under RIGBOOK_HOME when there is one (``signing=False``: unsigned)."""
-    path = Path(path).expanduser()
+    """Publish the file at ``path`` (read once): :func:`publish_document`."""
+    return publish_document(read_file(path), hub, token, recipe=recipe, signing=signing)
+
+
+def publish_document(
+    file: ResultFile,
+    hub: str,
+    token: str | None,
+    *,
+    recipe: str | None = None,
+    signing: bool = True,
+) -> Published:
+    """Publish ``file`` to ``hub``: a recipe as a new revision, a result as measured points of its
+    recipe, signed with the key under RIGBOOK_HOME when there is one (``signing=False``: unsigned).
+    A result is checked (a malformed or edited file fails before anything is sent), then sent as
+    the bytes written: a copy re-serialised by this version would carry fields the file does not
+    (set to their defaults) and no longer match an older file's hash."""
     client = HubClient(hub, token)
-    kind = file_kind(path)
-    if kind == "reproduction":  # its folder's result, then its verdict: rigbook.reproduce.publish
+    if file.kind == REPRODUCTION_KIND:  # its folder's result, then its verdict
         raise InputError(
             "E_INPUT",
-            f"{path} is a reproduction, which publish_file does not send",
+            f"{file.path} is a reproduction, which publish_document does not send",
             "Send it with rigbook.reproduce.publish.publish_reproduction_file "
             "(`rigbook publish` does).",
         )
-    private = load_key() if signing and kind != "recipe" else None
-    signer = public_key_of(private).key_id if private is not None else None
-    if kind == "capacity":
-        # Checked here (a malformed or edited file fails before anything is sent), then sent as the
-        # bytes written (a result file too): a copy re-serialised by this version would carry
-        # fields the file does not (set to their defaults) and no longer match an older file's hash.
-        capacity = load_capacity(path)
-        slug = result_slug(capacity.bench, recipe)
-        written = path.read_bytes()
-        accepted = client.publish_capacity(slug, written, signature_for(private, slug, written))
+    if not is_result(file) and file.kind not in OTHER_KINDS:
+        record = client.publish_recipe(dump_recipe(parse_recipe(file.data, str(file.path))))
         return Published(
-            kind="capacity",
-            signed_by=signer,
-            slug=slug,
-            revision=accepted.revision,
-            points_added=accepted.points_added,
-            verified=accepted.verified,
-            duplicate=accepted.duplicate,
-            url=f"{client.base_url}/r/{slug}",
+            kind="recipe",
+            slug=record["slug"],
+            revision=record["revision"]["no"],
+            url=f"{client.base_url}/r/{record['slug']}",
         )
-    if kind == "result":
-        result = load_result(path)
-        slug = result_slug(result, recipe)
-        written = path.read_bytes()
-        accepted = client.publish_result(slug, written, signature_for(private, slug, written))
-        return Published(
-            kind="result",
-            signed_by=signer,
-            slug=slug,
-            revision=accepted.revision,
-            points_added=accepted.points_added,
-            verified=accepted.verified,
-            duplicate=accepted.duplicate,
-            url=f"{client.base_url}/r/{slug}",
+    loaded = validate(file).result
+    if isinstance(loaded, CapacityResult):
+        kind: FileKind = "capacity"
+        slug = result_slug(loaded.bench, recipe)
+        send = client.publish_capacity
+    elif isinstance(loaded, BenchResult):
+        kind, slug, send = "result", result_slug(loaded, recipe), client.publish_result
+    else:
+        raise InputError(
+            "E_INPUT",
+            f"{file.path} is a needle or agree result, which a hub does not take",
+            "Publish a recipe, a bench or capacity result, or a reproduction.json.",
         )
-    record = client.publish_recipe(dump_recipe(load_recipe_file(str(path))))
+    private = load_key() if signing else None
+    signature = sign(private, slug, file.data) if private is not None else None
+    accepted = send(slug, file.written, signature)
     return Published(
-        kind="recipe",
-        slug=record["slug"],
-        revision=record["revision"]["no"],
-        url=f"{client.base_url}/r/{record['slug']}",
+        kind=kind,
+        signed_by=public_key_of(private).key_id if private is not None else None,
+        slug=slug,
+        revision=accepted.revision,
+        points_added=accepted.points_added,
+        verified=accepted.verified,
+        duplicate=accepted.duplicate,
+        url=f"{client.base_url}/r/{slug}",
     )

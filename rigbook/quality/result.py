@@ -15,12 +15,12 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.quality.haystack import Fault
 from rigbook.quality.server import Served
 from rigbook.quality.suites import SuiteInfo
 from rigbook.recipe.schema import PerfPoint
+from rigbook.result_file import ResultFile, edited, invalid, read_file
 
 NEEDLE_KIND: Final = "rigbook.quality.needle"
 AGREE_KIND: Final = "rigbook.quality.agree"
@@ -255,30 +255,23 @@ def save(result: QualityResult, path: Path) -> Path:
     return path
 
 
-def peek_kind(path: Path) -> str | None:
-    """The ``kind`` a JSON file declares, or None when it is not a JSON object."""
-    try:
-        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return data.get("kind") if isinstance(data, dict) else None
-
-
 def load(path: Path | str) -> QualityResult:
     """Read a needle or agree result; a malformed file or a wrong hash is E_RESULT_INVALID."""
-    path = Path(path).expanduser()
+    return quality_from(read_file(path))
+
+
+def hash_matches(result: QualityResult) -> bool:
+    """True when ``result`` carries the hash of its own content."""
+    return result.content_hash == content_hash(_body(result))
+
+
+def quality_from(file: ResultFile) -> QualityResult:
+    """The needle or agree result ``file`` holds (by its ``kind``), hash checked."""
+    model = NeedleResult if file.kind == NEEDLE_KIND else AgreeResult
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        model = NeedleResult if raw.get("kind") == NEEDLE_KIND else AgreeResult
-        result = model.model_validate(raw)
-    except (OSError, ValueError, AttributeError) as exc:
-        msg = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise InputError(
-            "E_RESULT_INVALID", f"{path} is not a needle or agree result: {msg}"
-        ) from exc
-    if result.content_hash != content_hash(_body(result)):
-        raise InputError(
-            "E_RESULT_INVALID",
-            f"{path}: content_hash does not match the content (edited after the run?)",
-        )
+        result = model.model_validate(file.data)
+    except ValidationError as exc:
+        raise invalid(file, "a needle or agree result", exc) from None
+    if not hash_matches(result):
+        raise edited(file)
     return result

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from rigbook.bench.result import load_result
+from rigbook.bench.result import bench_from
 from rigbook.errors import InputError, RigbookError
 from rigbook.hub.client import HubClient
 from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.reproduce.document import build_document
 from rigbook.reproduce.run import Reproduction
 from rigbook.reproduce.verdict import Verdict
+from rigbook.result_file import ResultFile, read_file
 
 FILE_NAME = "reproduction.json"
 
@@ -39,17 +40,16 @@ class ReproductionPublished(BaseModel):
     json_url: str = Field(description="The recipe's JSON, its reproductions included.")
 
 
-def load_reproduction(path: Path) -> Reproduction:
-    """A ``reproduction.json`` that `rigbook reproduce` wrote; E_INPUT when it is not one."""
+def load_reproduction(file: ResultFile) -> Reproduction:
+    """The ``reproduction.json`` that `rigbook reproduce` wrote; E_INPUT when ``file`` is not one."""
     try:
-        return Reproduction.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise InputError("E_INPUT", f"cannot read {path}: {exc.strerror or exc}") from None
+        return Reproduction.model_validate(file.data)
     except ValidationError as exc:
         raise InputError(
             "E_INPUT",
-            f"{path} is not a reproduction rigbook can publish: {exc.error_count()} problem(s), "
-            f"first {'.'.join(str(p) for p in exc.errors()[0]['loc'])}: {exc.errors()[0]['msg']}",
+            f"{file.path} is not a reproduction rigbook can publish: {exc.error_count()} "
+            f"problem(s), first {'.'.join(str(p) for p in exc.errors()[0]['loc'])}: "
+            f"{exc.errors()[0]['msg']}",
             "Publish the reproduction.json that `rigbook reproduce` wrote, unchanged.",
         ) from None
 
@@ -87,9 +87,9 @@ def publish_reproduction(
             f"{where / FILE_NAME} does not say which recipe revision it judged (no recipe_hash)",
             "Run `rigbook reproduce --publish` with this version of rigbook.",
         )
-    result_path = _result_path(rep, where)
-    result = load_result(result_path)
-    written = result_path.read_bytes()
+    evidence_file = read_file(_result_path(rep, where))
+    result = bench_from(evidence_file)
+    written = evidence_file.written
     client = HubClient(hub, token)
     private = load_key() if signing else None
     document = build_document(
@@ -106,7 +106,7 @@ def publish_reproduction(
     sent = json.dumps(body, ensure_ascii=False).encode()
     try:
         evidence = client.publish_result(
-            rep.recipe, written, sign(private, rep.recipe, json.loads(written)) if private else None
+            rep.recipe, written, sign(private, rep.recipe, evidence_file.data) if private else None
         )
         accepted = client.publish_reproduction(
             rep.recipe, sent, sign(private, rep.recipe, body) if private else None
@@ -144,6 +144,13 @@ def publish_reproduction_file(
     path: Path, hub: str, token: str | None, *, signing: bool = True
 ) -> ReproductionPublished:
     """Publish the reproduction folder whose ``reproduction.json`` is at ``path``."""
+    return publish_reproduction_document(read_file(path), hub, token, signing=signing)
+
+
+def publish_reproduction_document(
+    file: ResultFile, hub: str, token: str | None, *, signing: bool = True
+) -> ReproductionPublished:
+    """Publish the reproduction folder whose ``reproduction.json`` was read into ``file``."""
     return publish_reproduction(
-        load_reproduction(path), hub, token, folder=path.parent, signing=signing
+        load_reproduction(file), hub, token, folder=file.path.parent, signing=signing
     )

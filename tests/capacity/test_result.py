@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from rigbook.capacity.result import hash_as_written, is_capacity_file, load_capacity
+from rigbook.capacity.result import CAPACITY_KIND, hash_as_written, load_capacity
 from rigbook.capacity.slo import parse_slo
 from rigbook.errors import InputError
+from tests.result_files import committed
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-COMMITTED = sorted(p for p in FIXTURES.rglob("*.json") if is_capacity_file(p))
+COMMITTED = committed(CAPACITY_KIND)
 
 
 def test_there_are_committed_capacity_results():

@@ -1,0 +1,90 @@
+"""One loader for the result files users hand back: `rigbook report`, `compare` and `publish`.
+
+A file is read once (:func:`rigbook.result_file.read_file`), its ``kind`` picks the model of a
+pydantic discriminated union, and its hash is checked. Each result model carries its ``kind``
+as a literal field, so the union needs no sniffing of its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from rigbook.bench import result as bench
+from rigbook.capacity import result as capacity
+from rigbook.errors import InputError
+from rigbook.quality import result as quality
+from rigbook.result_file import ResultFile, edited, invalid, read_file
+
+REPRODUCTION_KIND: Final = "rigbook.reproduction"
+COMPARISON_KIND: Final = "rigbook.compare"
+
+AnyResult = Annotated[
+    bench.BenchResult | capacity.CapacityResult | quality.NeedleResult | quality.AgreeResult,
+    Field(discriminator="kind"),
+]
+_ANY: TypeAdapter[AnyResult] = TypeAdapter(AnyResult)
+
+RESULT_KINDS: Final = frozenset(
+    {bench.BENCH_KIND, capacity.CAPACITY_KIND, quality.NEEDLE_KIND, quality.AGREE_KIND}
+)
+# Files rigbook writes that are not results: named in the error, so a user learns what they gave.
+# (Their models live above this module: `rigbook publish` validates a reproduction itself.)
+OTHER_KINDS: Final = {
+    REPRODUCTION_KIND: "a reproduction (`rigbook publish` takes it)",
+    COMPARISON_KIND: "a comparison (`rigbook compare --json` or `rigbook reproduce` wrote it)",
+}
+
+
+class LoadedResult(BaseModel):
+    """A result file, read once, and the result it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: ResultFile
+    result: AnyResult
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+
+def is_result(file: ResultFile) -> bool:
+    """True when ``file`` declares one of the result kinds (not yet validated)."""
+    return file.kind in RESULT_KINDS
+
+
+def _carries_own_hash(file: ResultFile, result: AnyResult) -> bool:
+    # bench and capacity hash the JSON as written, so results of an older version still load
+    if isinstance(result, bench.BenchResult):
+        return bench.hash_matches(file.data)
+    if isinstance(result, capacity.CapacityResult):
+        return capacity.hash_matches(file.data)
+    return quality.hash_matches(result)
+
+
+def validate(file: ResultFile) -> LoadedResult:
+    """The result ``file`` holds, by its ``kind``; ``E_RESULT_INVALID`` for any other file, a
+    malformed result or one whose hash does not match its content."""
+    if not is_result(file):
+        kind = file.kind
+        if kind is None:
+            said = f"{file.path} declares no kind: it is no result rigbook wrote"
+        else:
+            what = OTHER_KINDS.get(kind, f"of kind {kind!r}")
+            said = f"{file.path} is {what}, not a result rigbook reads"
+        raise InputError("E_RESULT_INVALID", said)
+    try:
+        result = _ANY.validate_python(file.data)
+    except ValidationError as exc:
+        raise invalid(file, f"a valid {file.kind}", exc) from None
+    if not _carries_own_hash(file, result):
+        raise edited(file)
+    return LoadedResult(file=file, result=result)
+
+
+def load_result(path: Path | str) -> LoadedResult:
+    """Read ``path`` once and validate the result it holds (:func:`validate`)."""
+    return validate(read_file(path))
