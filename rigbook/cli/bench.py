@@ -15,19 +15,6 @@ from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 from rigbook.errors import InputError
 
 
-def _levels(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise InputError(
-            "E_INPUT",
-            f"--concurrency {text!r} is not a list of positive integers",
-            "Write e.g. --concurrency 1,4,8.",
-        ) from None
-
-
 class _Stop(threading.Event):
     """The stop event a signal sets, remembering which signal it was (the exit status is 128 + it)."""
 
@@ -174,6 +161,7 @@ def register(app: typer.Typer) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
         with handled(as_json):
             from rigbook.bench.measure import MeasureRequest, measure
+            from rigbook.bench.plan import parse_levels
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.repeats import interval_lines
             from rigbook.bench.workers import ceiling
@@ -191,7 +179,7 @@ def register(app: typer.Typer) -> None:
                 seed=seed,
                 min_prompt_chars=min_prompt_chars,
                 max_prompt_chars=max_prompt_chars,
-                concurrency=_levels(concurrency),
+                concurrency=parse_levels(concurrency),
                 max_tokens=max_tokens,
                 requests=requests,
                 duration_s=duration,

@@ -8,7 +8,7 @@ from typing import Literal
 
 import typer
 
-from rigbook.cli.bench import _levels, _stop_on_signals
+from rigbook.cli.bench import _stop_on_signals
 from rigbook.cli.launch import (
     DrafterOption,
     GpusOption,
@@ -157,6 +157,7 @@ def reproduce(
 ) -> None:
     """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop;
     with --publish, send the result and the verdict to a hub."""
+    from rigbook.bench.plan import parse_levels
     from rigbook.reproduce.publish import publish_reproduction
     from rigbook.reproduce.render import render
     from rigbook.reproduce.run import ReproduceRequest
@@ -185,7 +186,7 @@ def reproduce(
             seed=seed,
             min_prompt_chars=min_prompt_chars,
             max_prompt_chars=max_prompt_chars,
-            concurrency=_levels(concurrency),
+            concurrency=parse_levels(concurrency),
             max_tokens=max_tokens,
             requests=requests,
             stall_timeout_s=stall_timeout,
