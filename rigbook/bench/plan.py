@@ -205,16 +205,12 @@ def resolve_profile_ref(profile: Profile, request: MeasureRequest) -> ProfileRef
             overrides[key] = value
     if request.duration_s is not None:
         overrides["mode"] = "sustained"
+    named = {"name", "version", "temperature", "top_p", "thinking", "workload"}
     return ProfileRef(
-        name=profile.name,
-        version=profile.version,
+        **profile.model_dump(include=named),
         content_hash=profile.content_hash(),
         max_tokens=request.max_tokens or profile.max_tokens,
-        temperature=profile.temperature,
-        top_p=profile.top_p,
-        thinking=profile.thinking,
         reply_length_held=profile.hold_length,
-        workload=profile.workload,
         overrides=overrides,
     )
 
