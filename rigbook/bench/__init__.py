@@ -4,6 +4,7 @@ Library use: build a :class:`MeasureRequest`, call :func:`measure` (or :func:`me
 a running event loop) and read the :class:`Measurement` it returns.
 """
 
-from rigbook.bench.measure import Measurement, MeasureRequest, Verdict, measure, measure_async
+from rigbook.bench.measure import Measurement, Verdict, measure, measure_async
+from rigbook.bench.request import MeasureRequest
 
 __all__ = ["MeasureRequest", "Measurement", "Verdict", "measure", "measure_async"]

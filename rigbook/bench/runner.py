@@ -13,29 +13,25 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
 from rigbook import __version__
 from rigbook.bench import server_metrics, speculation
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import Target
-from rigbook.bench.clients import CellClient, ClientChoice, open_client, resolve
+from rigbook.bench.clients import CellClient, open_client
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import buffered_requests, build_cell, to_record
-from rigbook.bench.profiles import Profile
-from rigbook.bench.repeats import RepeatPolicy, level_interval, stop_reason
+from rigbook.bench.plan import CellSpec, RunPlan
+from rigbook.bench.repeats import level_interval, stop_reason
 from rigbook.bench.result import (
     BenchResult,
     Cell,
     ClientLoad,
     Conditions,
     LevelInterval,
-    ProfileRef,
     RequestRecord,
     save_result,
 )
@@ -47,12 +43,10 @@ from rigbook.bench.scheduler import (
     warned,
 )
 from rigbook.bench.telemetry import Sampler
-from rigbook.bench.workers import WorkerCell, WorkerPool, cell_workers, merge_loads
+from rigbook.bench.workers import WorkerCell, WorkerPool, merge_loads
 from rigbook.bench.workloads import cache as prefix
-from rigbook.bench.workloads.model import Workload, default_workload
 from rigbook.bench.workloads.sessions import SessionClient, Sessions
-from rigbook.bench.workloads.trace import Trace
-from rigbook.bench.workloads.trace_run import DEFAULT_MAX_LAG_MS, replay_cell
+from rigbook.bench.workloads.trace_run import replay_cell
 from rigbook.openai.models import discover, pick_model
 from rigbook.openai.stream import RawRequest
 from rigbook.rig.model import RigSummary
@@ -61,83 +55,12 @@ from rigbook.rig.model import RigSummary
 Progress = Callable[[str, dict], None]
 
 
-class BenchSpec(BaseModel):
-    """One bench run, as the command line asked for it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    url: str
-    model: str | None = None
-    profile: Profile
-    # What the requests are (rigbook.bench.workloads); None: prose v1, the seed's method.
-    workload: Workload | None = None
-    # trace workloads: the trace, its speed and the p99 lag past which W_TRACE_LAG is due;
-    # dataset workloads: the prompts (rigbook.bench.workloads.sources)
-    trace: Trace | None = None
-    speed: float = 1.0
-    max_lag_ms: float = DEFAULT_MAX_LAG_MS
-    prompts: tuple[str, ...] | None = None
-    concurrency: list[int] | None = None
-    max_tokens: int | None = None
-    requests: int | None = None
-    duration_s: float | None = None
-    warmup: int | None = None
-    stall_timeout_s: float | None = None
-    workers: int | None = None
-    # Which client streams the requests (rigbook.bench.clients): auto takes the compiled one.
-    client: ClientChoice = "auto"
-    # Repeat each level's cell until its rates' 95 % intervals are this narrow (None: run each once).
-    repeat: RepeatPolicy | None = None
-    recipe_slug: str | None = None
-    recipe_revision: int | None = None
-    recipe_engine: str | None = None
-    recipe_engine_version: str | None = None
-    extra: dict = {}
-    out: Path
-
-
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def profile_ref(spec: BenchSpec) -> ProfileRef:
-    """The profile as applied, with any value the command line changed listed as an override."""
-    p = spec.profile
-    overrides: dict = {}
-    for key, value in (
-        ("concurrency", spec.concurrency),
-        ("max_tokens", spec.max_tokens),
-        ("requests_per_level", spec.requests),
-        ("duration_s", spec.duration_s),
-        ("warmup", spec.warmup),
-        ("stall_timeout_s", spec.stall_timeout_s),
-    ):
-        default = getattr(p, key, None)
-        same = (
-            list(value) == list(default)
-            if isinstance(value, (list, tuple)) and isinstance(default, (list, tuple))
-            else value == default
-        )
-        if value is not None and not same:
-            overrides[key] = value
-    if spec.duration_s is not None:
-        overrides["mode"] = "sustained"
-    return ProfileRef(
-        name=p.name,
-        version=p.version,
-        content_hash=p.content_hash(),
-        max_tokens=spec.max_tokens or p.max_tokens,
-        temperature=p.temperature,
-        top_p=p.top_p,
-        thinking=p.thinking,
-        reply_length_held=p.hold_length,
-        workload=p.workload,
-        overrides=overrides,
-    )
-
-
 async def run_bench(
-    spec: BenchSpec,
+    plan: RunPlan,
     *,
     rig: RigSummary | None,
     rig_unavailable: str | None,
@@ -147,12 +70,13 @@ async def run_bench(
 ) -> BenchResult:
     """Run the whole bench and write the result (and its journal); returns the result.
 
+    The plan is executed as resolved (rigbook.bench.plan): nothing of it is derived again.
     Setting ``stop`` ends the run early; the result then holds what was measured, ``cut_short``."""
     stop = stop or asyncio.Event()
-    info = await asyncio.to_thread(discover, spec.url)
+    info = await asyncio.to_thread(discover, plan.url)
     async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
         return await _run(
-            spec,
+            plan,
             info,
             client,
             rig=rig,
@@ -164,7 +88,7 @@ async def run_bench(
 
 
 async def _run(
-    spec: BenchSpec,
+    plan: RunPlan,
     info,
     client: httpx.AsyncClient,
     *,
@@ -174,73 +98,55 @@ async def _run(
     progress: Progress | None,
     stop: asyncio.Event,
 ) -> BenchResult:
-    p = spec.profile
-    # A trace replay is one cell whose load the trace sets: no levels, no worker processes.
-    levels = [1] if spec.trace is not None else spec.concurrency or list(p.concurrency)
-    max_tokens = spec.max_tokens or p.max_tokens
-    mode = "sustained" if spec.duration_s is not None else p.mode
-    stall = spec.stall_timeout_s or p.stall_timeout_s
-    prompts = list(spec.prompts) if spec.prompts else p.prompts()
-    model = pick_model(spec.url, info.models, spec.model, trust_empty=True)
+    p = plan.profile
+    model = pick_model(plan.url, info.models, plan.model, trust_empty=True)
+    facts = plan.recipe
     # What the server says wins when it names a known engine; llama-cpp-python,
     # for one, answers owned_by "me", and then the recipe's engine is the better record.
-    engine = info.engine if info.engine_known or not spec.recipe_engine else spec.recipe_engine
-    version = info.engine_version or (
-        spec.recipe_engine_version if engine == spec.recipe_engine else None
-    )
+    engine = info.engine if info.engine_known or not facts.engine else facts.engine
+    version = info.engine_version or (facts.engine_version if engine == facts.engine else None)
     cond = Conditions(
-        url=spec.url,
+        url=plan.url,
         model=model,
         engine=engine,
         engine_version=version,
-        recipe_slug=spec.recipe_slug,
-        recipe_revision=spec.recipe_revision,
+        recipe_slug=facts.slug,
+        recipe_revision=facts.revision,
         rig=rig,
         rig_unavailable=rig_unavailable,
-        profile=profile_ref(spec),
-        workload=(spec.workload or default_workload()).ref(),
-        mode=mode,
+        profile=plan.profile_ref,
+        workload=plan.workload_ref,
+        mode=plan.mode,
         rigbook_version=__version__,
         started_at=_now_iso(),
     )
-    jpath = journal_path(spec.out)
+    jpath = journal_path(plan.out)
     jpath.unlink(missing_ok=True)
     journal = Journal(jpath)
-    journal.write("start", conditions=cond, extra=spec.extra)
-    target = Target(spec.url)
-    workload = spec.workload or default_workload()
-    # Sessions stream through the Python client, which keeps each reply's text for the next turn.
-    kind = "python" if workload.sessions else resolve(spec.client, target)
-    bodies = RequestBodies(p, model, prompts, max_tokens)
-    plan = CellPlan(
-        target=target,
+    journal.write("start", conditions=cond, extra=facts.extra)
+    workload = plan.workload
+    bodies = RequestBodies(p, model, list(plan.prompts), plan.max_tokens)
+    shared = CellPlan(
+        plan,
         bodies=bodies,
-        stall_s=stall,
-        max_tokens=max_tokens,
-        hold_length=p.hold_length,
-        mode=mode,
         metrics=client,
-        url=spec.url,
-        client=kind,
-        sessions=Sessions(workload, p, model, max_tokens) if workload.sessions else None,
+        sessions=Sessions(workload, p, model, plan.max_tokens) if workload.sessions else None,
     )
-
-    # Worker processes only when some cell needs more than this one (rigbook.bench.workers).
-    size = 1 if workload.sessions else max(cell_workers(c, spec.workers) for c in levels)
     pool = (
-        WorkerPool(size, url=spec.url, bodies=bodies, stall_s=stall, client=kind)
-        if size > 1
+        WorkerPool(
+            plan.pool_workers, url=plan.url, bodies=bodies, stall_s=plan.stall_s, client=plan.client
+        )
+        if plan.pool_workers > 1
         else None
     )
+    speculative_method = facts.extra.get("speculative_method")
     sampler.start()
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
     warnings: list[str] = []
     intervals: list[LevelInterval] = []
     try:
-        warmup = await _warmup(
-            plan, spec.warmup if spec.warmup is not None else p.warmup, stop, journal
-        )
+        warmup = await _warmup(shared, plan.warmup, stop, journal)
         # A warmup that never succeeded measures nothing: the result keeps its failures and the
         # verdict (rigbook.bench.measure) names the fault.
         if not warmup or any(r.ok for r in warmup):
@@ -249,46 +155,43 @@ async def _run(
             # Everything alive now lives for the whole run: keep the collector from walking it.
             gc.collect()
             gc.freeze()
-            if spec.trace is not None:
+            if plan.trace is not None:
                 cell, lines = await replay_cell(
-                    spec.trace,
+                    plan.trace,
                     profile=p,
                     model=model,
-                    url=spec.url,
-                    client_kind=kind,
-                    stall_s=stall,
-                    speed=spec.speed,
-                    max_lag_ms=spec.max_lag_ms,
+                    url=plan.url,
+                    client_kind=plan.client,
+                    stall_s=plan.stall_s,
+                    speed=plan.speed,
+                    max_lag_ms=plan.max_lag_ms,
                     metrics=client,
                     sampler=sampler,
                     journal=journal,
                     stop=stop,
                     progress=progress,
                 )
-                cell = cell.model_copy(
-                    update={"workload": (spec.workload or default_workload()).ref().key()}
-                )
+                cell = cell.model_copy(update={"workload": plan.workload_ref.key()})
                 cells.append(cell)
-                warnings += _cell_warnings(cell, spec.extra.get("speculative_method")) + lines
-                levels = []
-            for conc in levels:
+                warnings += _cell_warnings(cell, speculative_method) + lines
+            for spec in plan.cells:
                 if stop.is_set():
                     break
                 level: list[Cell] = []
                 began = time.monotonic()
                 while True:
-                    repeat = len(level) if spec.repeat is not None else None
+                    repeat = len(level) if plan.repeat is not None else None
                     cell = await _measure_cell(
-                        len(cells), conc, spec, plan, sampler, journal, stop, progress, pool, repeat
+                        len(cells), spec, shared, sampler, journal, stop, progress, pool, repeat
                     )
                     cells.append(cell)
                     level.append(cell)
-                    warnings += _cell_warnings(cell, spec.extra.get("speculative_method"))
-                    if spec.repeat is None:
+                    warnings += _cell_warnings(cell, speculative_method)
+                    if plan.repeat is None:
                         break
-                    why = stop_reason(level, spec.repeat, time.monotonic() - began, stop.is_set())
+                    why = stop_reason(level, plan.repeat, time.monotonic() - began, stop.is_set())
                     if why is not None:
-                        intervals.append(level_interval(conc, level, spec.repeat, why))
+                        intervals.append(level_interval(spec.concurrency, level, plan.repeat, why))
                         break
     finally:
         if pool is not None:
@@ -307,11 +210,11 @@ async def _run(
         sampler.run_summary(),
         warnings=warnings,
         journal=jpath.name,
-        extra=spec.extra,
+        extra=facts.extra,
         warmup=warmup,
         intervals=intervals,
     )
-    save_result(result, spec.out)
+    save_result(result, plan.out)
     journal.write("end", cut_short=cut)
     journal.close()
     return result
@@ -362,32 +265,25 @@ RECORD_SLICE_S = 0.001
 
 
 class CellPlan:
-    """What every request of the run shares: where it goes, the encoded bodies, limits."""
+    """What every request of the run shares: the run's plan, the encoded bodies, the client that
+    reads the server's counters, and the sessions of a session workload."""
 
     def __init__(
         self,
+        run: RunPlan,
         *,
-        target: Target,
         bodies: RequestBodies,
-        stall_s: float,
-        max_tokens: int,
-        hold_length: bool,
-        mode: Literal["burst", "sustained"],
         metrics: httpx.AsyncClient,
-        url: str,
-        client: Literal["compiled", "python"] = "python",
         sessions: Sessions | None = None,
     ) -> None:
-        self.target, self.bodies, self.stall_s = target, bodies, stall_s
-        self.max_tokens, self.hold_length, self.mode = max_tokens, hold_length, mode
-        self.metrics, self.url, self.client = metrics, url, client
-        self.sessions = sessions
+        self.run, self.bodies, self.metrics, self.sessions = run, bodies, metrics, sessions
+        self.target = Target(run.url)
 
     def open_client(self) -> CellClient:
         """A client for one cell or the warmup, on the running loop; ``close()`` it after."""
         if self.sessions is not None:
-            return SessionClient(self.target, self.stall_s)
-        return open_client(self.client, self.target, self.stall_s)
+            return SessionClient(self.target, self.run.stall_s)
+        return open_client(self.run.client, self.target, self.run.stall_s)
 
     def sender(self, client: CellClient):
         """``send(i, raw)``: stream request ``i`` (prompt ``i mod prompts``) into ``raw``."""
@@ -416,8 +312,8 @@ class CellPlan:
             index=index,
             prompt_index=index % len(self.bodies) if prompt_index is None else prompt_index,
             t0=t0,
-            max_tokens=self.max_tokens,
-            hold_length=self.hold_length,
+            max_tokens=self.run.max_tokens,
+            hold_length=self.run.profile.hold_length,
             window=window,
         )
         return record if self.sessions is None else self.sessions.annotate(record, raw)
@@ -452,8 +348,7 @@ async def _warmup(
 
 async def _measure_cell(
     index: int,
-    conc: int,
-    spec: BenchSpec,
+    spec: CellSpec,
     plan: CellPlan,
     sampler: Sampler,
     journal: Journal,
@@ -462,13 +357,8 @@ async def _measure_cell(
     pool: WorkerPool | None = None,
     repeat: int | None = None,
 ) -> Cell:
-    p, mode = spec.profile, plan.mode
-    workers = cell_workers(conc, spec.workers) if pool is not None else 1
-    requests = max(spec.requests or p.requests_per_level, conc) if mode == "burst" else None
-    sessions = plan.sessions
-    if sessions is not None:  # every user's every turn
-        requests = conc * sessions.workload.turns
-    duration = (spec.duration_s or p.duration_s) if mode == "sustained" else None
+    mode, conc, workers = plan.run.mode, spec.concurrency, spec.workers
+    requests, duration, sessions = spec.requests, spec.duration_s, plan.sessions
     journal.write(
         "cell_start",
         index=index,
@@ -542,7 +432,7 @@ async def _measure_cell(
     # (start, end) of a sustained window on the perf clock
     edges: tuple[float, float] | None = None
     shared: WorkerCell | None = None
-    counted = await server_metrics.read(plan.metrics, plan.url)
+    counted = await server_metrics.read(plan.metrics, plan.run.url)
     sampler.begin()
     recorder = asyncio.create_task(record_pending())
     load: ClientLoad | None = None
@@ -584,7 +474,7 @@ async def _measure_cell(
             ended(*pending.popleft())
     window = (edges[0] - t0, edges[1] - t0) if edges is not None else None
     # Engines update their counters as a response returns; every stream has ended by now.
-    counted_after = await server_metrics.read(plan.metrics, plan.url) if counted else None
+    counted_after = await server_metrics.read(plan.metrics, plan.run.url) if counted else None
     ranks = shared.ranks if shared is not None else {}
     for i, raw, prompt_index in raws:
         finish(ranks.get(i, i), raw, prompt_index, edges)
@@ -630,7 +520,7 @@ async def _measure_cell(
             "speculation": speculation.with_requests(
                 server_metrics.acceptance(counted, counted_after), records
             ),
-            "workload": (spec.workload or default_workload()).ref().key(),
+            "workload": plan.run.workload_ref.key(),
             "turns": turns,
             "prefix_cache": cache,
         }

@@ -11,21 +11,9 @@ from typing import Literal
 
 import typer
 
+from rigbook.cli import bench_options as opt
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 from rigbook.errors import InputError
-
-
-def _levels(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise InputError(
-            "E_INPUT",
-            f"--concurrency {text!r} is not a list of positive integers",
-            "Write e.g. --concurrency 1,4,8.",
-        ) from None
 
 
 class _Stop(threading.Event):
@@ -59,19 +47,10 @@ def register(app: typer.Typer) -> None:
             ...,
             help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000",
         ),
-        model: str = typer.Option(
-            None, "--model", help="Model id (default: the first the server lists)."
-        ),
-        profile: str = typer.Option(
-            "seed", "--profile", help="Bench profile: seed (default) or quick."
-        ),
-        workload: str = typer.Option(
-            "prose",
-            "--workload",
-            help="What the requests are: prose (default, the seed's method), multi-turn, "
-            "shared-prefix or unique-prefix; NAME@VERSION for an older version; trace:FILE "
-            "replays a request trace; dataset:FILE or dataset:hf:OWNER/NAME@COMMIT:PATH sends a "
-            "ShareGPT-layout dataset's prompts.",
+        model: str = opt.ModelOption,
+        profile: str = opt.ProfileOption,
+        workload: str = opt.workload_option(
+            "What the requests are", "; trace:FILE replays a request trace"
         ),
         speed: float = typer.Option(
             1.0,
@@ -94,71 +73,28 @@ def register(app: typer.Typer) -> None:
             help="--workload trace:FILE: tokens per shared block (hash_ids) (default: 512, "
             "Mooncake's).",
         ),
-        dataset_size: int = typer.Option(
-            64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
-        ),
-        seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
-        min_prompt_chars: int = typer.Option(
-            1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
-        ),
-        max_prompt_chars: int = typer.Option(
-            None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
-        ),
-        concurrency: str = typer.Option(
-            None,
-            "--concurrency",
-            help="Concurrency levels, e.g. 1,4,8 (default: the profile's).",
-        ),
-        max_tokens: int = typer.Option(
-            None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
-        ),
-        requests: int = typer.Option(
-            None, "--requests", min=1, help="Burst mode: requests per level."
-        ),
-        duration: float = typer.Option(
+        dataset_size: int = opt.DatasetSizeOption,
+        seed: int = opt.SeedOption,
+        min_prompt_chars: int = opt.MinPromptCharsOption,
+        max_prompt_chars: int = opt.MaxPromptCharsOption,
+        concurrency: str = opt.ConcurrencyOption,
+        max_tokens: int = opt.MaxTokensOption,
+        requests: int = opt.RequestsOption,
+        duration_s: float = typer.Option(
             None, "--duration", min=0.1, help="Sustained mode: seconds per level."
         ),
-        warmup: int = typer.Option(
-            None, "--warmup", min=0, help="Warmup requests before measuring."
-        ),
-        stall_timeout: float = typer.Option(
-            None,
-            "--stall-timeout",
-            min=0.1,
-            help="Seconds of silence that fail a request.",
-        ),
+        warmup: int = opt.WarmupOption,
+        stall_timeout_s: float = opt.StallTimeoutOption,
         workers: int = typer.Option(
             None,
             "--workers",
             help="Processes each cell's streams run in (default: one per 256 streams, at most "
             "the usable CPUs; 1: all in this process).",
         ),
-        client: Literal["auto", "compiled", "python"] = typer.Option(
-            "auto",
-            "--client",
-            help="Which client streams the requests: compiled (C reader, kernel timestamps), "
-            "python, or auto (compiled where built and the URL is http).",
-        ),
-        ci_target: float = typer.Option(
-            None,
-            "--ci-target",
-            min=0.01,
-            help="Repeat each level (whole waves) until the 95 % confidence interval of its "
-            "aggregate and median per-request rate is within this many percent, e.g. 2 "
-            "(default: each level once, no interval).",
-        ),
-        max_repeats: int = typer.Option(
-            None,
-            "--max-repeats",
-            min=3,
-            help="Cap on a level's repeats (default 10); implies --ci-target 2 when it is not given.",
-        ),
-        max_level_s: float = typer.Option(
-            None,
-            "--max-level-seconds",
-            min=0.1,
-            help="Cap on a level's seconds of repeats; implies --ci-target 2 when it is not given.",
-        ),
+        client: Literal["auto", "compiled", "python"] = opt.ClientOption,
+        ci_target_pct: float = opt.ci_target_option(),
+        max_repeats: int = opt.max_repeats_option(),
+        max_level_s: float = opt.max_level_s_option(),
         recipe: str = typer.Option(
             None,
             "--recipe",
@@ -172,38 +108,17 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOption,
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
+        values = dict(locals())
         with handled(as_json):
             from rigbook.bench.measure import MeasureRequest, measure
+            from rigbook.bench.plan import parse_levels
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.repeats import interval_lines
             from rigbook.bench.workers import ceiling
             from rigbook.bench.workloads.trace import replay_lines
 
-            request = MeasureRequest(
-                url=url,
-                model=model,
-                profile=profile,
-                workload=workload,
-                speed=speed,
-                max_lag_ms=max_lag_ms,
-                block_tokens=block_tokens,
-                dataset_size=dataset_size,
-                seed=seed,
-                min_prompt_chars=min_prompt_chars,
-                max_prompt_chars=max_prompt_chars,
-                concurrency=_levels(concurrency),
-                max_tokens=max_tokens,
-                requests=requests,
-                duration_s=duration,
-                warmup=warmup,
-                stall_timeout_s=stall_timeout,
-                workers=workers,
-                client=client,
-                ci_target_pct=ci_target,
-                max_repeats=max_repeats,
-                max_level_s=max_level_s,
-                recipe=recipe,
-                out=out,
+            request = opt.request_from(
+                MeasureRequest, values, concurrency=parse_levels(concurrency)
             )
             live = LiveProgress(enabled=not as_json)
             with live, _stop_on_signals() as stop:

@@ -8,6 +8,7 @@ from typing import Literal
 
 import typer
 
+from rigbook.cli import bench_options as opt
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
 from rigbook.errors import InputError
 
@@ -23,27 +24,17 @@ def register(app: typer.Typer) -> None:
         slo: str = typer.Option(
             ..., "--slo", help='Terms, e.g. "per_user_tok_s>=20,ttft_p99_ms<=2000".'
         ),
-        profile: str = typer.Option(
-            "seed", "--profile", help="Bench profile: seed (default) or quick."
+        profile: str = opt.ProfileOption,
+        model: str = opt.ModelOption,
+        workload: str = opt.workload_option(
+            "What each probe's requests are, as for `rigbook bench`",
+            "; a probe of N users is N sessions. A trace sets its own load, so it cannot be "
+            "searched",
         ),
-        model: str = typer.Option(None, "--model", help="Model id (default: the first served)."),
-        workload: str = typer.Option(
-            "prose",
-            "--workload",
-            help="What each probe's requests are, as for `rigbook bench`: prose (default), "
-            "multi-turn, shared-prefix, unique-prefix or dataset:FILE|dataset:hf:…; a probe of "
-            "N users is N sessions. A trace sets its own load, so it cannot be searched.",
-        ),
-        dataset_size: int = typer.Option(
-            64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
-        ),
-        seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
-        min_prompt_chars: int = typer.Option(
-            1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
-        ),
-        max_prompt_chars: int = typer.Option(
-            None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
-        ),
+        dataset_size: int = opt.DatasetSizeOption,
+        seed: int = opt.SeedOption,
+        min_prompt_chars: int = opt.MinPromptCharsOption,
+        max_prompt_chars: int = opt.MaxPromptCharsOption,
         max_concurrency: int = typer.Option(
             256, "--max-concurrency", min=1, max=4096, help="Never probe more users than this."
         ),
@@ -77,22 +68,15 @@ def register(app: typer.Typer) -> None:
             min=0,
             help="Longest wait for the server's counters to show no request in flight.",
         ),
-        stall_timeout: float = typer.Option(
+        stall_timeout_s: float = typer.Option(
             None,
             "--stall-timeout",
             min=0.1,
             help="Seconds of silence that fail a request (default: the profile's); raised to "
             "twice the SLO's TTFT bound.",
         ),
-        client: Literal["auto", "compiled", "python"] = typer.Option(
-            "auto",
-            "--client",
-            help="Which client streams the requests: compiled (C reader, kernel timestamps), "
-            "python, or auto (compiled where built and the URL is http).",
-        ),
-        max_tokens: int = typer.Option(
-            None, "--max-tokens", min=1, help="Reply length (default: the profile's)."
-        ),
+        client: Literal["auto", "compiled", "python"] = opt.ClientOption,
+        max_tokens: int = opt.MaxTokensOption,
         warmup: int = typer.Option(
             None, "--warmup", min=0, help="Warmup requests before the first probe."
         ),
@@ -113,6 +97,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOption,
     ) -> None:
         """How many users the server holds at an SLO: a search of bench cells, one sentence."""
+        values = dict(locals())
         with handled(as_json):
             from rigbook.bench import MeasureRequest
             from rigbook.bench.progress import LiveProgress
@@ -148,20 +133,9 @@ def register(app: typer.Typer) -> None:
             with serving(
                 url, recipe, note=say, port=parse_port(port), models_dir=models_dir
             ) as served:
-                request = MeasureRequest(
-                    url=served.url,
-                    model=model,
-                    profile=profile,
-                    workload=workload,
-                    dataset_size=dataset_size,
-                    seed=seed,
-                    min_prompt_chars=min_prompt_chars,
-                    max_prompt_chars=max_prompt_chars,
-                    max_tokens=max_tokens,
-                    warmup=warmup,
-                    stall_timeout_s=stall_timeout,
-                    client=client,
-                    recipe=served.recipe,
+                # The capacity result is --out; each probe's bench result goes where it says.
+                request = opt.request_from(
+                    MeasureRequest, values, url=served.url, recipe=served.recipe, out=None
                 )
                 spec = CapacitySpec(measure=request, slo=terms, settings=settings, out=target)
                 with live, _stop_on_signals() as stop:

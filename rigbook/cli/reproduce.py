@@ -8,7 +8,8 @@ from typing import Literal
 
 import typer
 
-from rigbook.cli.bench import _levels, _stop_on_signals
+from rigbook.cli import bench_options as opt
+from rigbook.cli.bench import _stop_on_signals
 from rigbook.cli.launch import (
     DrafterOption,
     GpusOption,
@@ -87,51 +88,26 @@ def reproduce(
     profile: str = typer.Option(
         None, "--profile", help="Bench profile (default: seed, the seed guide's conditions)."
     ),
-    workload: str = typer.Option(
-        "prose",
-        "--workload",
-        help="What the bench's requests are, as for `rigbook bench`: prose (default, the seed's "
-        "method), multi-turn, shared-prefix, unique-prefix or dataset:FILE|dataset:hf:…; a claim "
-        "is compared only with a run of its own workload.",
+    workload: str = opt.workload_option(
+        "What the bench's requests are, as for `rigbook bench`",
+        "; a claim is compared only with a run of its own workload",
     ),
-    dataset_size: int = typer.Option(
-        64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
-    ),
-    seed: int = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed."),
-    min_prompt_chars: int = typer.Option(
-        1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
-    ),
-    max_prompt_chars: int = typer.Option(
-        None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
-    ),
+    dataset_size: int = opt.DatasetSizeOption,
+    seed: int = opt.SeedOption,
+    min_prompt_chars: int = opt.MinPromptCharsOption,
+    max_prompt_chars: int = opt.MaxPromptCharsOption,
     concurrency: str = typer.Option(
         None, "--concurrency", help="Levels, e.g. 1,4 (default: the claims' levels)."
     ),
     max_tokens: int = typer.Option(
         None, "--max-tokens", min=1, help="Reply length (default: the claims', else the profile's)."
     ),
-    requests: int = typer.Option(
-        None,
-        "--requests",
-        min=1,
-        help="Requests in each repeat of a level (default: the profile's).",
-    ),
-    stall_timeout: float = typer.Option(
-        None, "--stall-timeout", min=0.1, help="Seconds of silence that fail a request."
-    ),
-    ci_target: float = typer.Option(
-        2.0,
-        "--ci-target",
-        min=0.01,
-        help="Repeat each level until the 95 % interval of its rates is within this many percent.",
-    ),
-    max_repeats: int = typer.Option(10, "--max-repeats", min=3, help="Cap on a level's repeats."),
-    max_level_s: float = typer.Option(
-        300.0, "--max-level-seconds", min=0.1, help="Cap on a level's seconds of repeats."
-    ),
-    client: Literal["auto", "compiled", "python"] = typer.Option(
-        "auto", "--client", help="Which client streams the requests (as for `rigbook bench`)."
-    ),
+    requests: int = opt.RequestsOption,
+    stall_timeout_s: float = opt.StallTimeoutOption,
+    ci_target_pct: float = opt.ci_target_option(2.0),
+    max_repeats: int = opt.max_repeats_option(10),
+    max_level_s: float = opt.max_level_s_option(300.0),
+    client: Literal["auto", "compiled", "python"] = opt.ClientOption,
     out: Path = typer.Option(
         None,
         "--out",
@@ -157,6 +133,8 @@ def reproduce(
 ) -> None:
     """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop;
     with --publish, send the result and the verdict to a hub."""
+    values = dict(locals())
+    from rigbook.bench.plan import parse_levels
     from rigbook.reproduce.publish import publish_reproduction
     from rigbook.reproduce.render import render
     from rigbook.reproduce.run import ReproduceRequest
@@ -176,31 +154,11 @@ def reproduce(
                 "--publish needs an API token; nothing was started",
                 "Pass --token TOKEN or set RIGBOOK_HUB_TOKEN (`rigbook hub token create NAME`).",
             )
-        request = ReproduceRequest(
-            recipe=recipe,
+        request = opt.request_from(
+            ReproduceRequest,
+            values,
             out_dir=out,
-            profile=profile,
-            workload=workload,
-            dataset_size=dataset_size,
-            seed=seed,
-            min_prompt_chars=min_prompt_chars,
-            max_prompt_chars=max_prompt_chars,
-            concurrency=_levels(concurrency),
-            max_tokens=max_tokens,
-            requests=requests,
-            stall_timeout_s=stall_timeout,
-            ci_target_pct=ci_target,
-            max_repeats=max_repeats,
-            max_level_s=max_level_s,
-            client=client,
-            rig=rig,
-            gpus=gpus,
-            port=port,
-            models_dir=models_dir,
-            drafter=drafter,
-            name=name,
-            allow=allow,
-            timeout=timeout,
+            concurrency=parse_levels(concurrency),
             unattended=yes and not dry,
         )
         if dry:

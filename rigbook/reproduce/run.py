@@ -133,7 +133,7 @@ def default_folder(slug: str) -> Path:
 
 def plan_reproduction(request: ReproduceRequest) -> tuple[Recipe, ClaimPlan]:
     """The recipe and what its reproduction measures; reads nothing but the recipe."""
-    from rigbook.bench.measure import check_levels
+    from rigbook.bench.plan import check_levels
     from rigbook.bench.workloads.sources import searchable
     from rigbook.recipe.resolve import resolve_recipe
 

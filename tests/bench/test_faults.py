@@ -181,27 +181,29 @@ class _OneWattReader:
 def test_energy_per_token_counts_only_the_token_window(url, tmp_path):
     """In sustained mode the energy window used to close after the records were built and
     journaled; slow record handling (here 0.2 s a request) then read as energy per token."""
-    from rigbook.bench.profiles import get_profile
-    from rigbook.bench.runner import BenchSpec, run_bench
+    from rigbook.bench.measure import MeasureRequest
+    from rigbook.bench.plan import resolve_plan
+    from rigbook.bench.runner import run_bench
     from rigbook.bench.telemetry import Sampler
 
     def slow(event: str, data: dict) -> None:
         if event == "request":
             time.sleep(0.2)
 
-    spec = BenchSpec(
-        url=url,
-        model="synthetic",
-        profile=get_profile("seed"),
-        concurrency=[4],
-        duration_s=1.0,
-        max_tokens=400,
-        warmup=0,
-        out=tmp_path / "r.json",
+    plan = resolve_plan(
+        MeasureRequest(
+            url=url,
+            model="synthetic",
+            concurrency=[4],
+            duration_s=1.0,
+            max_tokens=400,
+            warmup=0,
+            out=tmp_path / "r.json",
+        )
     )
     result = asyncio.run(
         run_bench(
-            spec, rig=None, rig_unavailable="test", progress=slow, sampler=Sampler(_OneWattReader())
+            plan, rig=None, rig_unavailable="test", progress=slow, sampler=Sampler(_OneWattReader())
         )
     )
     cell = result.cells[0]

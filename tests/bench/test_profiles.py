@@ -49,23 +49,19 @@ def test_unknown_profile_is_an_input_error():
     assert e.value.code == "E_INPUT" and "seed" in e.value.remedy
 
 
-def test_only_values_that_differ_from_the_profile_are_overrides(tmp_path):
-    from rigbook.bench.runner import BenchSpec, profile_ref
+def test_only_values_that_differ_from_the_profile_are_overrides():
+    from rigbook.bench.measure import MeasureRequest
+    from rigbook.bench.plan import resolve_profile_ref
 
     seed = get_profile("seed")
-    same = profile_ref(
-        BenchSpec(
-            url="http://x",
-            profile=seed,
-            concurrency=list(seed.concurrency),
-            max_tokens=seed.max_tokens,
-            out=tmp_path / "r.json",
-        )
+    same = resolve_profile_ref(
+        seed,
+        MeasureRequest(
+            url="http://x", concurrency=list(seed.concurrency), max_tokens=seed.max_tokens
+        ),
     )
     assert same.overrides == {}
-    changed = profile_ref(
-        BenchSpec(url="http://x", profile=seed, concurrency=[1, 4, 8], out=tmp_path / "r.json")
-    )
+    changed = resolve_profile_ref(seed, MeasureRequest(url="http://x", concurrency=[1, 4, 8]))
     assert changed.overrides == {"concurrency": [1, 4, 8]}
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from rigbook.bench.assemble import assemble
-from rigbook.bench.profiles import get_profile
+from rigbook.bench.measure import MeasureRequest
+from rigbook.bench.plan import RecipeFacts, resolve_plan
 from rigbook.bench.result import BenchResult
-from rigbook.bench.runner import BenchSpec, run_bench
+from rigbook.bench.runner import run_bench
 from rigbook.bench.telemetry import Sampler
 from tests.bench.helpers import start_synthetic
 from tests.hub.helpers import SMALL_SLUG, make_result, point_conditions
@@ -54,23 +55,22 @@ def journal_result(tmp_path_factory) -> BenchResult:
     with the bench's own code: the requests, and so every number, stay the measured ones.
     """
     proc, url = start_synthetic()
-    spec = BenchSpec(
+    request = MeasureRequest(
         url=url,
         model="synthetic",
-        profile=get_profile("seed"),
         concurrency=[1, 2],
         requests=2,
         max_tokens=40,
         warmup=0,
-        recipe_slug="synthetic-on-cpu",
-        recipe_engine="llama.cpp",
-        extra={"quant": "Q4_1"},
         out=tmp_path_factory.mktemp("bench") / "r.json",
     )
+    # The recipe's facts as a recipe file would give them; the synthetic recipe is not installed.
+    facts = RecipeFacts(slug="synthetic-on-cpu", engine="llama.cpp", extra={"quant": "Q4_1"})
+    plan = resolve_plan(request).model_copy(update={"recipe": facts})
     try:
         result = asyncio.run(
             run_bench(
-                spec,
+                plan,
                 rig=None,
                 rig_unavailable="a test on the CPU",
                 sampler=Sampler(None, "no GPU in tests"),
