@@ -132,7 +132,7 @@ def test_a_speculative_recipe_without_acceptance_counters_is_warned(tmp_path, re
     assert p.returncode == 0, p.stdout + p.stderr
     result = load_result(out)
     assert all(c.server is not None and c.speculation is None for c in result.cells)
-    codes = [w.split(":")[0] for w in result.warnings]
+    codes = [w.code for w in result.warnings]
     assert codes.count("W_SPEC_NO_ACCEPTANCE") == (2 if warned else 0)
     if warned:
         assert result.perf_points and all(
