@@ -18,6 +18,7 @@ from rigbook.bench.result import (
     RunTelemetry,
 )
 from rigbook.bench.speculation import pooled_length
+from rigbook.findings import Finding
 from rigbook.recipe.schema import PerfConditions, PerfPoint, Sampling
 
 T = TypeVar("T")
@@ -137,7 +138,7 @@ def assemble(
     cells: list[Cell],
     telemetry: RunTelemetry,
     *,
-    warnings: list[str],
+    warnings: list[Finding],
     journal: str | None,
     extra: dict | None = None,
     warmup: list[RequestRecord] | None = None,

@@ -33,6 +33,7 @@ from rigbook.bench.result import (
     RunTelemetry,
 )
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 
 
 def journal_path(result_path: Path) -> Path:
@@ -184,7 +185,11 @@ def rebuild(path: Path | str) -> BenchResult:
         )
     cut = cond.cut_short or not finished
     cond = cond.model_copy(update={"cut_short": cut})
-    warnings = ["W_CUT_SHORT: rebuilt from the journal of a run that did not finish"] if cut else []
+    warnings = (
+        [Finding.make("W_CUT_SHORT", "rebuilt from the journal of a run that did not finish")]
+        if cut
+        else []
+    )
     return assemble(
         cond,
         cells,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,6 +20,7 @@ from rich.table import Table
 from rigbook.bench.result import BenchResult
 from rigbook.bench.speculation import summary
 from rigbook.bench.workers import ceiling
+from rigbook.findings import Finding
 
 _err = Console(stderr=True)
 
@@ -183,6 +185,11 @@ def ceiling_line(result: BenchResult) -> str | None:
     return line
 
 
+def warning_markup(w: Finding) -> str:
+    """A warning as the terminal shows it, ``warning[CODE]: message``, in rich markup."""
+    return f"[yellow]warning[{w.code}][/]: {escape(w.message)}"
+
+
 def render_result(result: BenchResult, path: Path) -> None:
     """The final table, the warnings and the path, on stderr; the path alone on stdout."""
     _err.print(result_table(result))
@@ -195,9 +202,7 @@ def render_result(result: BenchResult, path: Path) -> None:
     if client:
         _err.print(client, highlight=False)
     for w in result.warnings:
-        _err.print(
-            f"[yellow]warning[{w.split(':', 1)[0]}][/]:{w.split(':', 1)[1]}", highlight=False
-        )
+        _err.print(warning_markup(w), highlight=False)
     if not result.telemetry.available:
         _err.print(f"telemetry: unavailable ({result.telemetry.reason})", highlight=False)
     print(path)

@@ -19,6 +19,7 @@ from rigbook import hashing
 from rigbook.bench.intervals import Interval
 from rigbook.bench.workloads.model import WorkloadRef
 from rigbook.bench.workloads.trace import TraceReplay
+from rigbook.findings import Finding
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
 from rigbook.result_file import ResultFile, edited, invalid, read_file
@@ -605,8 +606,10 @@ class BenchResult(Model):
     cells: list[Cell]
     perf_points: list[PerfPoint]
     telemetry: RunTelemetry
-    warnings: list[str] = Field(
-        default_factory=list, description="Codes with their messages, e.g. 'W_CLIENT_BOUND: …'."
+    warnings: list[Finding] = Field(
+        default_factory=list,
+        description="Coded warnings (W_CLIENT_BOUND, W_CUT_SHORT, …) with their remedies; "
+        "results written before they were records hold 'CODE: message' strings, read as records.",
     )
     journal: str | None = Field(
         default=None, description="File name of the request journal beside the result."

@@ -47,6 +47,7 @@ from rigbook.bench.workers import WorkerCell, WorkerPool, merge_loads
 from rigbook.bench.workloads import cache as prefix
 from rigbook.bench.workloads.sessions import SessionClient, Sessions
 from rigbook.bench.workloads.trace_run import replay_cell
+from rigbook.findings import Finding
 from rigbook.openai.models import discover, pick_model
 from rigbook.openai.stream import RawRequest
 from rigbook.rig.model import RigSummary
@@ -143,7 +144,7 @@ async def _run(
     sampler.start()
     cells: list[Cell] = []
     warmup: list[RequestRecord] = []
-    warnings: list[str] = []
+    warnings: list[Finding] = []
     intervals: list[LevelInterval] = []
     try:
         warmup = await _warmup(shared, plan.warmup, stop, journal)
@@ -201,7 +202,9 @@ async def _run(
     cut = stop.is_set()
     if cut:
         warnings.append(
-            "W_CUT_SHORT: stopped by a signal; the result holds the cells measured so far"
+            Finding.make(
+                "W_CUT_SHORT", "stopped by a signal; the result holds the cells measured so far"
+            )
         )
     cond = cond.model_copy(update={"finished_at": _now_iso(), "cut_short": cut})
     result = assemble(
@@ -220,41 +223,46 @@ async def _run(
     return result
 
 
-def _cell_warnings(cell: Cell, speculative_method: str | None) -> list[str]:
+def _cell_warnings(cell: Cell, speculative_method: str | None) -> list[Finding]:
+    at = f"cell {cell.index} (concurrency {cell.concurrency})"
     found = []
     if cell.client and warned(cell.client):
-        found.append(
-            f"W_CLIENT_BOUND: cell {cell.index} (concurrency {cell.concurrency}): {cell.client.reason}"
-        )
+        found.append(Finding.make("W_CLIENT_BOUND", f"{at}: {cell.client.reason}"))
     if cell.server and cell.server.mismatch:
         found.append(
-            f"W_SERVER_COUNT: cell {cell.index} (concurrency {cell.concurrency}): the engine counted "
-            f"{cell.server.generation_tokens:.0f} generated tokens, the client "
-            f"{cell.server.client_tokens}"
+            Finding.make(
+                "W_SERVER_COUNT",
+                f"{at}: the engine counted {cell.server.generation_tokens:.0f} generated tokens, "
+                f"the client {cell.server.client_tokens}",
+            )
         )
     if buffered := buffered_requests(cell.requests):
         found.append(
-            f"W_STREAM_BUFFERED: cell {cell.index} (concurrency {cell.concurrency}): "
-            f"{len(buffered)} of {len(cell.requests)} replies came in one piece; their TTFT is "
-            "the whole reply"
+            Finding.make(
+                "W_STREAM_BUFFERED",
+                f"{at}: {len(buffered)} of {len(cell.requests)} replies came in one piece; their "
+                "TTFT is the whole reply",
+            )
         )
     if cell.speculation is None and speculation.declared(speculative_method):
         found.append(speculation.missing_warning(cell.index, cell.concurrency, speculative_method))
     cache = cell.prefix_cache
     if cache is not None and cache.requests and not prefix.has_reading(cache):
         found.append(
-            f"W_PREFIX_CACHE_NONE: cell {cell.index} (concurrency {cell.concurrency}): the "
-            "engine said nothing of its prefix cache (no cached tokens in its responses, no "
-            "prefix-cache counters in /metrics)"
+            Finding.make(
+                "W_PREFIX_CACHE_NONE",
+                f"{at}: the engine said nothing of its prefix cache (no cached tokens in its "
+                "responses, no prefix-cache counters in /metrics)",
+            )
         )
     if cache is not None and cache.contradictions:
+        more = len(cache.contradictions) - 3
         found.append(
-            f"W_PREFIX_CACHE_CHECK: cell {cell.index} (concurrency {cell.concurrency}): "
-            + "; ".join(cache.contradictions[:3])
-            + (
-                f" (and {len(cache.contradictions) - 3} more)"
-                if len(cache.contradictions) > 3
-                else ""
+            Finding.make(
+                "W_PREFIX_CACHE_CHECK",
+                f"{at}: "
+                + "; ".join(cache.contradictions[:3])
+                + (f" (and {more} more)" if more > 0 else ""),
             )
         )
     return found

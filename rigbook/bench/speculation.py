@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rigbook.bench.metrics import distribution
 from rigbook.bench.result import RequestAcceptance, RequestRecord, Speculation
+from rigbook.findings import Finding
 
 # engine -> metric family prefix (prometheus_client strips "_total" from counter family names)
 PREFIXES: dict[str, str] = {
@@ -148,13 +149,14 @@ def declared(method: str | None) -> bool:
     return method is not None and method.strip().lower() not in NO_SPECULATION
 
 
-def missing_warning(index: int, concurrency: int, method: str | None) -> str:
-    """The W_SPEC_NO_ACCEPTANCE line for a cell whose engine runs a speculator but gave no
-    acceptance counters."""
-    return (
-        f"W_SPEC_NO_ACCEPTANCE: cell {index} (concurrency {concurrency}): the recipe runs a "
-        f"speculator ({method}) but the engine's /metrics gave no drafted or accepted tokens; "
-        "its tok/s cannot be told apart from the drafter's acceptance"
+def missing_warning(index: int, concurrency: int, method: str | None) -> Finding:
+    """W_SPEC_NO_ACCEPTANCE for a cell whose engine runs a speculator but gave no acceptance
+    counters."""
+    return Finding.make(
+        "W_SPEC_NO_ACCEPTANCE",
+        f"cell {index} (concurrency {concurrency}): the recipe runs a speculator ({method}) but "
+        "the engine's /metrics gave no drafted or accepted tokens; its tok/s cannot be told "
+        "apart from the drafter's acceptance",
     )
 
 

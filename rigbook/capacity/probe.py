@@ -39,7 +39,7 @@ def _stopped_by_watch(result: BenchResult) -> BenchResult:
     """A probe the search stopped (a term broken beyond doubt) without the bench's W_CUT_SHORT,
     which says a signal stopped it: the capacity result's probe says why it ended
     (``stopped_early``), and its cell is still marked ``cut_short``."""
-    warnings = [w for w in result.warnings if not w.startswith("W_CUT_SHORT")]
+    warnings = [w for w in result.warnings if w.code != "W_CUT_SHORT"]
     return result.model_copy(update={"warnings": warnings}).with_hash()
 
 
@@ -153,5 +153,9 @@ class BenchProber:
         cond = first.conditions.model_copy(
             update={"finished_at": last.conditions.finished_at, "cut_short": self.stop.is_set()}
         )
-        warnings = [f"{w} (probe {i + 1})" for i, r in enumerate(self.results) for w in r.warnings]
+        warnings = [
+            w.model_copy(update={"message": f"{w.message} (probe {i + 1})"})
+            for i, r in enumerate(self.results)
+            for w in r.warnings
+        ]
         return assemble(cond, cells, telemetry, warnings=warnings, journal=None, extra=self.extra)

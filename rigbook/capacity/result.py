@@ -19,6 +19,7 @@ from rigbook.bench.result import BenchResult
 from rigbook.capacity.answer import CapacityAnswer
 from rigbook.capacity.search import ProbeOutcome, SearchSettings
 from rigbook.capacity.slo import Slo
+from rigbook.findings import Finding
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import PerfPoint
 from rigbook.result_file import ResultFile, edited, invalid, read_file
@@ -60,7 +61,11 @@ class CapacityResult(BaseModel):
     bench: BenchResult = Field(
         description="The probes as cells of one bench run, requests included."
     )
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[Finding] = Field(
+        default_factory=list,
+        description="Coded warnings with their remedies, the probes' own included; results "
+        "written before they were records hold 'CODE: message' strings, read as records.",
+    )
     load: str | None = Field(
         default=None, description="The machine's load averages when the run ended."
     )

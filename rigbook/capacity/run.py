@@ -18,6 +18,7 @@ from rigbook.capacity.probe import BenchProber, Progress
 from rigbook.capacity.result import CapacityResult, save_capacity
 from rigbook.capacity.search import ProbeOutcome, SearchSettings, search
 from rigbook.capacity.slo import Slo
+from rigbook.findings import Finding
 
 # How often a threading.Event stop is looked at: the bound on how late a signal is heard.
 _STOP_POLL_S = 0.05
@@ -81,11 +82,14 @@ def build_result(
         # between two, where no probe's bench saw it.
         warnings.insert(
             0,
-            f"W_CUT_SHORT: stopped by a signal after {finished} finished probe(s); the result "
-            "holds what was measured and the answer is a lower bound",
+            Finding.make(
+                "W_CUT_SHORT",
+                f"stopped by a signal after {finished} finished probe(s); the result holds what "
+                "was measured and the answer is a lower bound",
+            ),
         )
-    if answer.lower_bound:
-        warnings.append(f"W_CAPACITY_LOWER_BOUND: {answer.lower_bound_why}")
+    if answer.lower_bound_why is not None:
+        warnings.append(Finding.make("W_CAPACITY_LOWER_BOUND", answer.lower_bound_why))
     if answer.unstable:
         refuted = [o for o in outcomes if o.purpose == "rerun" and o.verdict == "fail"]
         rests = (
@@ -95,22 +99,30 @@ def build_result(
             f"{users(answer.users)}"
         )
         warnings.append(
-            "W_CAPACITY_UNSTABLE: a boundary re-run failed at "
-            + ", ".join(users(o.concurrency) for o in refuted)
-            + rests
+            Finding.make(
+                "W_CAPACITY_UNSTABLE",
+                "a boundary re-run failed at "
+                + ", ".join(users(o.concurrency) for o in refuted)
+                + rests,
+            )
         )
-    warnings += [f"W_CAPACITY_FEW_REQUESTS: {note}" for note in answer.few_requests]
+    warnings += [Finding.make("W_CAPACITY_FEW_REQUESTS", note) for note in answer.few_requests]
     if answer.unprobed:
         warnings.append(
-            f"W_CAPACITY_UNPROBED: levels below {users(answer.users)} never probed: "
-            f"{levels(answer.unprobed)} (the answer assumes they hold; --checks "
-            f"{spec.settings.checks} were used)"
+            Finding.make(
+                "W_CAPACITY_UNPROBED",
+                f"levels below {users(answer.users)} never probed: {levels(answer.unprobed)} "
+                f"(the answer assumes they hold; --checks {spec.settings.checks} were used)",
+            )
         )
     for o in outcomes:
         if o.drain is not None and o.drain.idle is False and o.verdict != "stopped":
             warnings.append(
-                f"W_CAPACITY_NOT_IDLE: probe {o.cell + 1} began with requests still in flight "
-                f"after {o.drain.waited_s:.1f} s ({o.drain.source})"
+                Finding.make(
+                    "W_CAPACITY_NOT_IDLE",
+                    f"probe {o.cell + 1} began with requests still in flight after "
+                    f"{o.drain.waited_s:.1f} s ({o.drain.source})",
+                )
             )
     return CapacityResult(
         slo=spec.slo,

@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
         values = dict(locals())
         with handled(as_json):
             from rigbook.bench import MeasureRequest
-            from rigbook.bench.progress import LiveProgress
+            from rigbook.bench.progress import LiveProgress, warning_markup
             from rigbook.bench.workloads.sources import searchable
             from rigbook.capacity import CapacitySpec, SearchSettings, capacity, parse_slo
             from rigbook.capacity.present import detail_lines, probe_line, probe_table, summary
@@ -151,8 +151,7 @@ def register(app: typer.Typer) -> None:
             def render() -> None:
                 err_console.print(probe_table(result))
                 for w in result.warnings:
-                    code, _, text = w.partition(":")
-                    err_console.print(f"[yellow]warning[{code}][/]:{text}", highlight=False)
+                    err_console.print(warning_markup(w), highlight=False)
                 for line in detail_lines(result):
                     err_console.print(line, highlight=False)
                 console.print(result.answer.sentence, highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled, write_text
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 from rigbook.home import dry_run_from_env
 from rigbook.launch import control
 from rigbook.launch.api import make_plan
@@ -23,7 +24,6 @@ from rigbook.launch.run import UpResult
 from rigbook.launch.safety import allow_flag
 from rigbook.openai import SmokeResult, base_url
 from rigbook.openai import smoke as smoke_endpoint
-from rigbook.preflight.finding import Finding
 
 RecipeArgument = typer.Argument(
     None, help="A recipe slug, file or URL (default: the built-in recipe for this machine)."

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 from rigbook.home import rigbook_home
 from rigbook.launch.plan import Plan
 from rigbook.launch.planner import DEFAULT_READY_TIMEOUT, build_plan
@@ -21,7 +22,6 @@ from rigbook.launch.run import UpResult, run_plan
 from rigbook.launch.safety import describe, remedy_for
 from rigbook.launch.screen import recipe_dangers
 from rigbook.preflight.check import CheckReport, check_recipe, sort_findings
-from rigbook.preflight.finding import Finding
 from rigbook.recipe import EMBEDDED_SLUG, Recipe, list_recipes
 from rigbook.recipe.resolve import resolve_recipe
 from rigbook.rig.model import Rig

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from rigbook.findings import Finding
 from rigbook.launch.rules import Danger
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import LaunchSpec
 
 

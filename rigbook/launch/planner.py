@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 from rigbook.home import rigbook_home
 from rigbook.launch.engines import engine_for
 from rigbook.launch.engines.base import step
@@ -24,7 +25,6 @@ from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
 from rigbook.ports import parse_port
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe
 from rigbook.rig.gpu_ids import parse_gpu_ids

@@ -12,6 +12,7 @@ import psutil
 from pydantic import BaseModel, Field
 
 from rigbook.errors import InputError, LaunchError, RigbookError
+from rigbook.findings import Finding
 from rigbook.home import state_dir
 from rigbook.launch import locks, state
 from rigbook.launch.engines import engine_for
@@ -22,7 +23,6 @@ from rigbook.launch.sandbox import exec_argv
 from rigbook.launch.supervisor import start, stop_group, wait_ready
 from rigbook.launch.weights import fetch_weights
 from rigbook.openai.smoke import SmokeResult, smoke
-from rigbook.preflight.finding import Finding
 
 
 class UpResult(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigbook.errors import RigbookError
+from rigbook.findings import Finding
 from rigbook.home import dry_run_from_env, rigbook_home
 from rigbook.launch.docker_inspect import Judgement, judge_run
 from rigbook.launch.engines import engine_for
@@ -12,7 +13,6 @@ from rigbook.launch.plan import GpuRef, Target
 from rigbook.launch.rules import Danger
 from rigbook.launch.sandbox import sandbox_dangers
 from rigbook.launch.spec import launch_spec
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import LaunchSpec, Recipe
 
 

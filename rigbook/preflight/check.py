@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from rigbook.codes import Severity
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 from rigbook.preflight.checks.driver import check_driver
 from rigbook.preflight.checks.gpus import check_busy, check_count, check_memory, check_model
 from rigbook.preflight.checks.host import check_disk, check_docker, check_port, check_tools
@@ -16,7 +17,6 @@ from rigbook.preflight.checks.peers import check_p2p, check_topology
 from rigbook.preflight.checks.power import check_power
 from rigbook.preflight.checks.sandbox import check_sandbox
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
 from rigbook.rig.model import Gpu, P2PTest, Rig
 from rigbook.rig.p2p_test import run_p2p_test

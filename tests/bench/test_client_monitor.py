@@ -53,7 +53,7 @@ def test_a_planted_stall_is_caught(url, tmp_path):
     assert "stalled" in cell.client.reason
     assert cell.client.stall_limit_ms == judge_client(cell.client, cell.requests).stall_limit_ms
     assert result.perf_points == []
-    assert any(w.startswith("W_CLIENT_BOUND: cell 0") for w in result.warnings)
+    assert any(w.line.startswith("W_CLIENT_BOUND: cell 0") for w in result.warnings)
 
 
 def test_a_planted_stall_just_over_the_limit_is_caught(url, tmp_path):
@@ -74,7 +74,7 @@ def test_a_planted_stall_just_over_the_limit_is_caught(url, tmp_path):
     assert cell.client_bound, cell.client
     assert cell.client.stall_worst_bound_ms >= 30
     assert result.perf_points == []
-    assert any(w.startswith("W_CLIENT_BOUND: cell 0") for w in result.warnings)
+    assert any(w.line.startswith("W_CLIENT_BOUND: cell 0") for w in result.warnings)
 
 
 def test_a_clean_run_is_not_flagged(url, tmp_path):
@@ -88,7 +88,7 @@ def test_a_clean_run_is_not_flagged(url, tmp_path):
     # The rates hold; a few ms of stall may still mark a TTFT of a few ms, or the per-token gaps.
     assert not {"aggregate_tok_s", "per_request_decode_tok_s"} & set(cell.client.marked)
     assert [p.concurrency for p in result.perf_points] == [4]
-    assert not any("_tok_s by" in w for w in result.warnings)
+    assert not any("_tok_s by" in w.message for w in result.warnings)
 
 
 # The stall rule itself, without a server: a ClientMonitor on this loop, a ReadWatch with one

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from rigbook.findings import Finding
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
     "compare_clients", ROOT / "benchmarks" / "scripts" / "client" / "compare_clients.py"
@@ -198,7 +200,8 @@ def test_a_flagged_rigbook_cell_says_why_in_the_raw_output(tmp_path, capsys):
     """The rigbook result lives in a temporary folder; the reason it was flagged must outlive it."""
     reason = "a read held several events of one stream, the earlier ones stamped up to 4.0 ms late"
     cell = {"client_bound": True, "client": {"reason": reason}, "metrics": {"aggregate_tok_s": 9.0}}
-    summary = {"cells": [cell], "warnings": ["W_CLIENT_BOUND: cell 0"]}
+    warning = Finding.make("W_CLIENT_BOUND", "cell 0").model_dump(mode="json")
+    summary = {"cells": [cell], "warnings": [warning]}
     done = cc.subprocess.CompletedProcess([], 0, stdout=json.dumps(summary), stderr="")
     assert cc.rigbook_read(done, tmp_path / "r.json") == (9.0, "W_CLIENT_BOUND")
     assert f"rigbook client_bound: {reason}" in capsys.readouterr().out

@@ -259,7 +259,7 @@ def test_the_catalog_ngram_recipe_serves_and_its_bench_keeps_the_acceptance(tmp_
     s = cell.speculation
     assert s is not None and s.draft_tokens > 0 and s.mean_acceptance_length is not None
     per_request_agrees(s, cell.metrics.requests_ok)
-    assert not [w for w in result.warnings if w.startswith("W_SPEC_NO_ACCEPTANCE")]
+    assert not [w for w in result.warnings if w.code == "W_SPEC_NO_ACCEPTANCE"]
     (point,) = result.perf_points
     assert point.conditions is not None and point.conditions.speculative_method == "ngram-simple"
     assert point.conditions.speculative_acceptance_length == s.mean_acceptance_length

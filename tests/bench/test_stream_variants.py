@@ -294,7 +294,9 @@ def test_a_reply_that_is_no_event_stream_is_its_own_code(name, kind, tmp_path):
 def test_a_cell_of_buffered_replies_carries_a_warning(kind, tmp_path):
     measured = bench_against("buffered", tmp_path, requests=2, client=kind, max_tokens=10)
     result = measured.result
-    assert any(w.startswith("W_STREAM_BUFFERED: cell 0") for w in result.warnings), result.warnings
+    assert any(w.line.startswith("W_STREAM_BUFFERED: cell 0") for w in result.warnings), (
+        result.warnings
+    )
     cell = result.cells[0]
     assert cell.metrics.per_request_decode_tok_s.n == 0
     # valid, but its TTFT is the whole reply: no perf point (before: published, unflagged)

@@ -215,7 +215,7 @@ def test_schedule_lag_states_p50_p99_and_flags_past_the_limit():
     assert lag.p99_ms == pytest.approx(99.0) and lag.max_ms == pytest.approx(100.0)
     assert lag.late
     warning = lag_warning(lag, 0)
-    assert warning is not None and warning.startswith("W_TRACE_LAG: cell 0:")
+    assert warning is not None and warning.line.startswith("W_TRACE_LAG: cell 0:")
     calm = schedule_lag(sent, limit_ms=100.0, speed=1.0)
     assert calm is not None and not calm.late and lag_warning(calm, 0) is None
     assert schedule_lag([], limit_ms=1.0, speed=1.0) is None

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from rigbook.bench.result import load_result
+from rigbook.codes import CODES, Code
 from tests.bench.helpers import recorded, rigbook, synthetic_server
 
 HOP_S = 0.5
@@ -73,7 +74,7 @@ def _check_replay(url, trace_text: str, n: int, speed: float, tmp_path, timeout:
     assert replay.requests_sent == n and replay.prompt_tokens_exact == n
     assert replay.lag is not None and replay.lag.requests == n
     # Flagged exactly when its p99 is past the limit (how late it went depends on the machine).
-    flagged = any(w.startswith("W_TRACE_LAG") for w in result.warnings)
+    flagged = any(w.code == "W_TRACE_LAG" for w in result.warnings)
     assert replay.lag.late == (replay.lag.p99_ms > replay.lag.limit_ms) == flagged
     # The server's own record: every request arrived once, with the trace's input length, and
     # the gaps between arrivals are the trace's over the speed, within the stated lag.
@@ -123,7 +124,8 @@ def test_a_lag_past_the_limit_is_w_trace_lag(url, tmp_path):
     p = _bench(url, tmp_path / "r.json", "--workload", f"trace:{file}", "--max-lag-ms", "0.001")
     assert p.returncode == 0, p.stdout + p.stderr
     out = json.loads(p.stdout)
-    assert any(w.startswith("W_TRACE_LAG: cell 0:") for w in out["warnings"])
+    (lag,) = [w for w in out["warnings"] if w["code"] == "W_TRACE_LAG"]
+    assert lag["message"].startswith("cell 0:") and lag["remedy"] == CODES[Code.W_TRACE_LAG].remedy
     assert load_result(tmp_path / "r.json").cells[0].trace.lag.late
     # The report draws the replay's schedule lag.
     p = rigbook("report", str(tmp_path / "r.json"), "--out", str(tmp_path / "rep"), "--json")

@@ -83,7 +83,7 @@ def test_multi_turn_resends_the_conversation_and_later_turns_hit_the_cache(cache
     assert cache.engine_hits == cache.cached_prompt_tokens
     assert cache.cold_requests == 3 and cache.cold_cached_max == 0 and not cache.contradictions
     assert not any(
-        w.startswith(("W_PREFIX_CACHE_CHECK", "W_PREFIX_CACHE_NONE")) for w in result.warnings
+        w.code in ("W_PREFIX_CACHE_CHECK", "W_PREFIX_CACHE_NONE") for w in result.warnings
     )
     # The report draws TTFT by turn and the hit rate (a prose result's has no such chart).
     written = write_report(result, tmp_path / "report", "md")
@@ -129,7 +129,7 @@ def test_no_reading_from_the_engine_is_warned(tmp_path):
             url, tmp_path / "r.json", profile="quick", concurrency=[1], workload="shared-prefix"
         )
     assert result.cells[0].prefix_cache and result.cells[0].prefix_cache.responses == 0
-    assert any(w.startswith("W_PREFIX_CACHE_NONE: cell 0") for w in result.warnings)
+    assert any(w.line.startswith("W_PREFIX_CACHE_NONE: cell 0") for w in result.warnings)
 
 
 def _record(index: int, turn: int, prompt: int, cached: int | None) -> RequestRecord:

@@ -117,7 +117,9 @@ def test_first_token_latency_binds(server, tmp_path):
     )
     assert_found(result, true)
     assert result.probes[0].requests_planned == 12
-    assert any(w.startswith("W_CAPACITY_FEW_REQUESTS: TTFT p99 judged on") for w in result.warnings)
+    assert any(
+        w.line.startswith("W_CAPACITY_FEW_REQUESTS: TTFT p99 judged on") for w in result.warnings
+    )
     # The published point carries the same limit.
     assert "; TTFT p99 judged on " in (result.perf_points[0].notes or "")
     failed = next(p for p in result.probes if p.cell == result.answer.first_fail)
@@ -172,7 +174,7 @@ def test_every_level_passing_is_a_lower_bound(server, tmp_path):
     assert result.answer.users == 6 and result.answer.lower_bound
     assert [p.concurrency for p in result.probes] == [1, 2, 4, 6, 3, 5, 6]
     assert result.answer.sentence.startswith("This rig serves at least 6 users")
-    assert any(w.startswith("W_CAPACITY_LOWER_BOUND") for w in result.warnings)
+    assert any(w.code == "W_CAPACITY_LOWER_BOUND" for w in result.warnings)
     assert result.perf_points[0].users_at_slo_lower_bound is True
 
 
@@ -188,9 +190,9 @@ def test_no_user_meets_an_slo_above_the_single_stream_rate(server, tmp_path):
     assert result.perf_points == []
     # Stopped by the SLO watch, not by a signal: no W_CUT_SHORT, in the capacity result or in
     # the probe's own bench result, and the search is complete; its cell still says it was cut.
-    assert result.answer.complete and not any("W_CUT_SHORT" in w for w in result.warnings)
+    assert result.answer.complete and not any(w.code == "W_CUT_SHORT" for w in result.warnings)
     own = load_result(tmp_path / result.probes[0].result_file)
-    assert not any("W_CUT_SHORT" in w for w in own.warnings) and own.cells[0].cut_short
+    assert not any(w.code == "W_CUT_SHORT" for w in own.warnings) and own.cells[0].cut_short
 
 
 @pytest.mark.parametrize("server", [HYPERBOLIC], indirect=True)
@@ -237,7 +239,7 @@ def test_a_stopped_search_keeps_what_it_measured(server, tmp_path):
     assert result.bench.conditions.cut_short
     assert load_capacity(out) == result
     # The signal came between probes, where no probe's bench saw it: the search reports it.
-    cut = [w for w in result.warnings if w.startswith("W_CUT_SHORT")]
+    cut = [w.line for w in result.warnings if w.code == "W_CUT_SHORT"]
     assert cut == [
         "W_CUT_SHORT: stopped by a signal after 2 finished probe(s); the result holds what was "
         "measured and the answer is a lower bound"
@@ -351,6 +353,6 @@ def test_a_server_still_busy_after_the_drain_timeout_is_said(server, tmp_path):
     assert busy and all(p.drain.in_flight for p in busy), [
         (p.concurrency, p.verdict, p.stopped_early, p.drain) for p in result.probes
     ]
-    said = [w for w in result.warnings if w.startswith("W_CAPACITY_NOT_IDLE")]
+    said = [w.line for w in result.warnings if w.code == "W_CAPACITY_NOT_IDLE"]
     assert len(said) == len(busy)
     assert said[0].startswith(f"W_CAPACITY_NOT_IDLE: probe {busy[0].cell + 1} began with")

@@ -10,6 +10,7 @@ import pytest
 
 from rigbook.capacity.result import CAPACITY_KIND, hash_as_written, load_capacity
 from rigbook.capacity.slo import parse_slo
+from rigbook.codes import CODES, Code
 from rigbook.errors import InputError
 from tests.result_files import committed
 
@@ -77,3 +78,15 @@ def test_an_edited_result_is_refused(tmp_path):
     edited.write_text(json.dumps(raw), encoding="utf-8")
     with pytest.raises(InputError):
         load_capacity(edited)
+
+
+def test_warnings_written_as_text_read_as_records():
+    """Capacity results once held warnings as "CODE: message" strings, their own and their
+    bench's: each reads as its coded record, with the registry's remedy."""
+    path = FIXTURES / "capacity" / "llama-server" / "per-user-5-ttft-p90-5s" / "capacity.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    result = load_capacity(path)
+    assert [w.line for w in result.warnings] == raw["warnings"]
+    assert [w.line for w in result.bench.warnings] == raw["bench"]["warnings"]
+    assert result.warnings[0].code == Code.W_CLIENT_BOUND
+    assert result.warnings[0].remedy == CODES[Code.W_CLIENT_BOUND].remedy

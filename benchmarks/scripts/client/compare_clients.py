@@ -209,7 +209,7 @@ def rigbook_cmd(url: str, streams: int, tokens: int, out: Path) -> list[str]:
 def rigbook_read(done: subprocess.CompletedProcess, out: Path) -> tuple[float | None, str]:
     summary = json.loads(done.stdout)
     cell = summary["cells"][0] if summary.get("cells") else None
-    codes = sorted({w.split(":", 1)[0] for w in summary.get("warnings", [])})
+    codes = sorted({w["code"] for w in summary.get("warnings", [])})
     if summary.get("error"):
         codes.append(summary["error"]["code"])
     if cell and cell.get("client_bound"):

@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigbook.errors import InputError
+from rigbook.findings import Finding
 
 # Mooncake's traces hash the prompt in blocks of this many tokens.
 MOONCAKE_BLOCK_TOKENS = 512
@@ -333,14 +334,15 @@ class TraceReplay(BaseModel):
     )
 
 
-def lag_warning(lag: ScheduleLag, cell: int) -> str | None:
-    """The cell's W_TRACE_LAG line when its p99 lag is past the limit."""
+def lag_warning(lag: ScheduleLag, cell: int) -> Finding | None:
+    """The cell's W_TRACE_LAG when its p99 lag is past the limit."""
     if not lag.late:
         return None
-    return (
-        f"W_TRACE_LAG: cell {cell}: requests went out late against the trace (lag p99 "
-        f"{lag.p99_ms:.1f} ms, limit {lag.limit_ms:.0f} ms, max {lag.max_ms:.1f} ms): the server "
-        "saw a gentler arrival pattern than the trace's"
+    return Finding.make(
+        "W_TRACE_LAG",
+        f"cell {cell}: requests went out late against the trace (lag p99 {lag.p99_ms:.1f} ms, "
+        f"limit {lag.limit_ms:.0f} ms, max {lag.max_ms:.1f} ms): the server saw a gentler "
+        "arrival pattern than the trace's",
     )
 
 

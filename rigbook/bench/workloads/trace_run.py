@@ -35,6 +35,7 @@ from rigbook.bench.workloads.trace import (
     schedule_lag,
 )
 from rigbook.bench.workloads.trace_prompts import calibrate
+from rigbook.findings import Finding
 from rigbook.openai.body import encode
 from rigbook.openai.stream import RawRequest
 
@@ -194,7 +195,7 @@ async def replay_cell(
     journal: Journal,
     stop: asyncio.Event,
     progress: Callable[[str, dict], None] | None = None,
-) -> tuple[Cell, list[str]]:
+) -> tuple[Cell, list[Finding]]:
     """A bench run's trace cell (index 0): prompts made, the trace replayed; with its warnings."""
     prompts, overhead = await make_prompts(metrics, url, model, trace)
     cell, replayed = await run_trace_cell(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 
 
 def _version(text: str | None) -> tuple[int, ...] | None:

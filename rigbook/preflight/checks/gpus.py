@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext, gpu_list
-from rigbook.preflight.finding import Finding
 from rigbook.preflight.memory_need import memory_need
 from rigbook.rig.cards import card_difference, model_label, parse_card
 from rigbook.rig.model import Gpu

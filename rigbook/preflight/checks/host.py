@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rigbook.findings import Finding
 from rigbook.paths import inside
 from rigbook.ports import bind_error
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.hf import artifact_repo
 from rigbook.rig.disk import probe_disk
 from rigbook.rig.docker import DEFAULT_CDI_DIRS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 
 _NON_COMMERCIAL = re.compile(r"non[- ]?commercial|(^|[-_ ])nc([-_ ]|$)", re.IGNORECASE)
 

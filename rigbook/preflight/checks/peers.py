@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rigbook.codes import CODES, Code
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 from rigbook.rig.model import GpuPair, P2PTest, Rig
 
 _FAR = {

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 
 _TOLERANCE_W = 1.0
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from rigbook.findings import Finding
 from rigbook.preflight.context import CheckContext
-from rigbook.preflight.finding import Finding
 from rigbook.recipe.schema import Recipe
 
 #: Launch kinds that start a program on this host (docker has its own isolation, external none).
