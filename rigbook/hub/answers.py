@@ -26,7 +26,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rigbook.hub.api import CACHE_CONTROL
 from rigbook.hub.freshness import VersionGate
+from rigbook.hub.http import PAGE_CSP, SECURITY_HEADERS
+from rigbook.hub.prepared import Prepared, PreparedReader
 from rigbook.hub.rates import Limits
 
 DEFAULT_ENTRIES = 8192
@@ -35,6 +38,8 @@ DEFAULT_ENTRIES = 8192
 CACHED_PATHS = re.compile(
     r"/api/v1/recipes/[^/]+\.json|/r/[^/]+|/api/v1/leaderboard\.json|/leaderboard"
 )
+# Reads a write prepared (rigbook.hub.prepared): a miss is one indexed read of their bytes.
+PREPARED_PATHS = re.compile(r"/api/v1/recipes/[^/]+\.json|/r/[^/]+")
 Key = tuple[str, bytes, bytes, str]
 
 
@@ -82,6 +87,18 @@ class AnswerStore:
                 self._answers.popitem(last=False)
 
 
+def prepared_headers(found: Prepared) -> list[tuple[bytes, bytes]]:
+    """The headers the application sends with a prepared answer (its security headers included)."""
+    return [
+        (b"content-length", str(len(found.body)).encode()),
+        (b"content-type", found.content_type.encode()),
+        (b"etag", found.etag.encode()),
+        (b"cache-control", CACHE_CONTROL.encode()),
+        (b"content-security-policy", PAGE_CSP.encode()),
+        *SECURITY_HEADERS,
+    ]
+
+
 def _key(scope: Scope) -> Key | None:
     path: str = scope["path"]
     if not CACHED_PATHS.fullmatch(path):
@@ -125,10 +142,27 @@ class AnswerLayer:
                 await self.app(scope, receive, send)
                 return
         answer = store.get(version, key)
+        if answer is None and PREPARED_PATHS.fullmatch(key[0]):
+            answer = await self._prepared(key, version)
         if answer is not None:
             await self._send(scope, answer, send)
             return
         await self._pass_on(scope, receive, send, key, version)
+
+    async def _prepared(self, key: Key, before: int) -> Answer | None:
+        """The prepared answer to ``key``'s path, kept under ``before`` as :meth:`_pass_on` keeps
+        one; None when there is none (the application answers: a 404, or a page it renders)."""
+        reader: PreparedReader = self.state.prepared
+        try:
+            found = await run_in_threadpool(reader.read, key[0])
+        except SQLAlchemyError:
+            return None
+        if found is None:
+            return None
+        answer = Answer(prepared_headers(found), found.body)
+        if self.state.version.last_read() == before:
+            self.state.answers.put(before, key, answer)
+        return answer
 
     async def _read_version(self, gate: VersionGate) -> int:
         """The version read from the database off the event loop, once for all the requests that
