@@ -34,7 +34,7 @@ from rigbook.hub.app import create_app
 from rigbook.hub.boards import RankedBoards
 from rigbook.hub.freshness import VersionGate
 from rigbook.hub.models import RecipeRow
-from rigbook.hub.prepared import render_page
+from rigbook.hub.pages import render_page
 from rigbook.hub.repository import get_record_text
 
 

@@ -42,7 +42,7 @@ from rigbook.hub.leaderboard import (
     EvidenceFilter,
     canonical_scope,
 )
-from rigbook.hub.prepared import json_path, recipe_etag
+from rigbook.hub.paths import json_path, recipe_etag
 from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.reproductions import posted_problems
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList

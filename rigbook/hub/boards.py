@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, NamedTuple
+from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 
 from rigbook.hub.leaderboard import BoardFilters, BoardItem, board_items, board_rows, board_version
@@ -19,7 +20,7 @@ from rigbook.hub.leaderboard import BoardFilters, BoardItem, board_items, board_
 DEFAULT_BOARDS = 32
 
 
-class BoardSlice(NamedTuple):
+class BoardSlice(BaseModel):
     """One page of a board: the version it was read at, the total matching, and the page's items."""
 
     version: int
@@ -49,7 +50,9 @@ class RankedBoards:
                 version = board_version(session)
                 rows = board_rows(session, filters)
             self._keep(version, key, rows)
-        return BoardSlice(version, len(rows), board_items(rows[offset : offset + limit]))
+        return BoardSlice(
+            version=version, total=len(rows), items=board_items(rows[offset : offset + limit])
+        )
 
     def _keep(self, version: int, key: str, rows: list[Any]) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ markup marked safe.
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from sqlalchemy.orm import Session
 
 from rigbook.hub import repository as repo
 from rigbook.hub.api import cached_answer
@@ -39,9 +41,9 @@ from rigbook.hub.leaderboard import (
     signer_revoked_at,
     slo_scope,
 )
-from rigbook.hub.prepared import page_path, render_page
+from rigbook.hub.paths import page_path
 from rigbook.hub.reproductions import page_entries
-from rigbook.hub.result_charts import Shelf, result_charts
+from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
 from rigbook.recipe.load import parse_recipe
 from rigbook.recipe.schema import PerfPoint
@@ -99,6 +101,13 @@ def recipe_page(request: Request, slug: str) -> Response:
         if record is None:
             return not_found(request)
         return HTMLResponse(render_page(session, slug, record[2]))
+
+
+def render_page(session: Session, slug: str, text: str) -> bytes:
+    """The page of ``slug`` from its latest record's JSON ``text``, as ``session`` sees it."""
+    return recipe_html(
+        slug, json.loads(text), repo.revisions(session, slug) or [], published_curves(session, slug)
+    ).encode()
 
 
 def slo_terms(slo: str | None) -> list[str]:

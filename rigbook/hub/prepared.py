@@ -1,9 +1,9 @@
 """Answers prepared at write time: a recipe's JSON and its page, rendered once by the write that
 changes them and stored with their ETags in the ``prepared`` table, in that write's transaction.
 
-A write marks the recipes it changed (:func:`rigbook.hub.repository.touch`); before its transaction commits, each one's
-JSON and page are rendered and stored (:func:`watch`), with the write version the transaction
-bumped. So the prepared bytes, the board and the version change together, or not at all. A read a
+A write marks the recipes it changed (:func:`rigbook.hub.repository.touch`); before its
+transaction commits, each one's JSON and page are rendered and stored (:func:`watch`), with the
+write version the transaction bumped. So the prepared bytes, the board and the version change together, or not at all. A read a
 worker does not hold in memory (:mod:`rigbook.hub.answers`) is one indexed read of this table
 (:class:`PreparedReader`, the driver's own connection, no ORM), never a rendering.
 
@@ -16,11 +16,10 @@ and its route renders it on each read instead (which then answers what the failu
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
+from pydantic import BaseModel
 from sqlalchemy import Engine, delete, event, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,7 +29,8 @@ from rigbook.hub import repository as repo
 from rigbook.hub.db import writing
 from rigbook.hub.leaderboard import board_version
 from rigbook.hub.models import PreparedRow, RecipeRow
-from rigbook.hub.result_charts import published_curves
+from rigbook.hub.pages import render_page
+from rigbook.hub.paths import json_path, page_etag, page_path, recipe_etag
 
 JSON_TYPE = "application/json"
 PAGE_TYPE = "text/html; charset=utf-8"
@@ -48,39 +48,12 @@ def _made_by() -> str:
 MADE_BY = _made_by()
 
 
-class Prepared(NamedTuple):
+class Prepared(BaseModel):
     """One prepared answer: its ETag, content type and body."""
 
     etag: str
     content_type: str
     body: bytes
-
-
-def json_path(slug: str) -> str:
-    return f"/api/v1/recipes/{slug}.json"
-
-
-def page_path(slug: str) -> str:
-    return f"/r/{slug}"
-
-
-def recipe_etag(no: int, digest: str) -> str:
-    """The ETag of a recipe's JSON: its revision and content hash."""
-    return f'"{no}-{digest.removeprefix("sha256:")[:32]}"'
-
-
-def page_etag(body: bytes) -> str:
-    """The ETag of a page: a digest of its bytes (they change with results and revisions too)."""
-    return f'"p-{hashlib.sha256(body).hexdigest()[:32]}"'
-
-
-def render_page(session: Session, slug: str, text: str) -> bytes:
-    """The page of ``slug`` from its latest record's JSON ``text``, as this session sees it."""
-    from rigbook.hub.pages import recipe_html  # the pages import the repository, which writes here
-
-    return recipe_html(
-        slug, json.loads(text), repo.revisions(session, slug) or [], published_curves(session, slug)
-    ).encode()
 
 
 def prepare(session: Session, slugs: Iterable[str]) -> None:
@@ -161,4 +134,6 @@ class PreparedReader:
             raise SQLAlchemyError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             connection.close()
-        return None if row is None else Prepared(row[0], row[1], bytes(row[2]))
+        return (
+            None if row is None else Prepared(etag=row[0], content_type=row[1], body=bytes(row[2]))
+        )
