@@ -438,12 +438,12 @@ def board_version(session: Session) -> int:
     )
 
 
-def board_rows(session: Session, filters: BoardFilters) -> list[Any]:
-    """Every row that matches ``filters``, grouped by model, hardware, scope and concurrency,
-    measured first, then by rank: the whole board of one filter key, in one query (a page of it is
-    a slice, with no deep ``OFFSET``). Plain rows, not ORM objects: a board can be large."""
+def board_ids(session: Session, filters: BoardFilters) -> list[int]:
+    """The ids of every row that matches ``filters``, grouped by model, hardware, scope and
+    concurrency, measured first, then by rank: the whole board of one filter key in one query of
+    ids only (a page of it is a slice, with no deep ``OFFSET``; :func:`board_items` reads it)."""
     board = BoardRow.__table__
-    query = select(board).where(board.c.metric == filters.metric)
+    query = select(board.c.id).where(board.c.metric == filters.metric)
     if filters.scope is not None:
         query = query.where(board.c.scope == filters.scope)
     if filters.model:
@@ -463,12 +463,17 @@ def board_rows(session: Session, filters: BoardFilters) -> list[Any]:
     if filters.recipe:
         query = query.where(board.c.slug == filters.recipe)
     order = (board.c.model, board.c.card, board.c.device_count, board.c.scope, board.c.concurrency)
-    return list(session.execute(query.order_by(*order, board.c.measured.desc(), board.c.rank)))
+    return list(session.scalars(query.order_by(*order, board.c.measured.desc(), board.c.rank)))
 
 
-def board_items(rows: list[Any]) -> list[BoardItem]:
-    """Rows of :func:`board_rows` as the board serves them."""
-    return [_item(row) for row in rows]
+def board_items(session: Session, ids: list[int]) -> list[BoardItem]:
+    """The rows ``ids`` (a page of :func:`board_ids`) as the board serves them, in that order: one
+    read by primary key."""
+    if not ids:
+        return []
+    board = BoardRow.__table__
+    found = {row.id: row for row in session.execute(select(board).where(board.c.id.in_(ids)))}
+    return [_item(found[i]) for i in ids if i in found]
 
 
 def _item(row: Any) -> BoardItem:

@@ -114,7 +114,7 @@ class BoardRow(Base):
     """
 
     __tablename__ = "board"
-    # The read path: one partition in rank order, found by index (see leaderboard.board_rows).
+    # The read path: one partition in rank order, found by index (see leaderboard.board_ids).
     __table_args__ = (
         Index(
             "ix_board_rank",

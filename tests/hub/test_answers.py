@@ -175,13 +175,13 @@ def test_a_page_that_cannot_be_prepared_does_not_stop_its_write(hub, monkeypatch
 def test_every_offset_of_a_board_is_a_slice_of_one_read(hub, monkeypatch):
     """One query per board and write version; its pages, deep ones included, are slices of it."""
     reads = []
-    real = rigbook.hub.boards.board_rows
+    real = rigbook.hub.boards.board_ids
 
     def counting(session, filters):
         reads.append(filters.model_dump_json())
         return real(session, filters)
 
-    monkeypatch.setattr(rigbook.hub.boards, "board_rows", counting)
+    monkeypatch.setattr(rigbook.hub.boards, "board_ids", counting)
     whole = hub.client.get("/api/v1/leaderboard.json", params={"limit": 500}).json()
     assert whole["total"] > 3
     pages = [
