@@ -31,6 +31,7 @@ from rigbook.hub.freshness import VersionGate
 from rigbook.hub.http import PAGE_CSP, SECURITY_HEADERS
 from rigbook.hub.prepared import Prepared, PreparedReader
 from rigbook.hub.rates import Limits
+from rigbook.hub.repository import SLUG_RE
 
 DEFAULT_ENTRIES = 8192
 # Only reads whose bytes do not depend on who asks and change only with the write version: a
@@ -39,7 +40,8 @@ CACHED_PATHS = re.compile(
     r"/api/v1/recipes/[^/]+\.json|/r/[^/]+|/api/v1/leaderboard\.json|/leaderboard"
 )
 # Reads a write prepared (rigbook.hub.prepared): a miss is one indexed read of their bytes.
-PREPARED_PATHS = re.compile(r"/api/v1/recipes/[^/]+\.json|/r/[^/]+")
+# Only a slug the hub could hold is looked up (PostgreSQL refuses a NUL in a parameter, for one).
+PREPARED_PATHS = re.compile(rf"/api/v1/recipes/{SLUG_RE.pattern}\.json|/r/{SLUG_RE.pattern}")
 Key = tuple[str, bytes, bytes, str]
 
 

@@ -296,7 +296,9 @@ def cached_answer(
 def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
     """The latest revision of one recipe, in the public record's shape, with an ETag of its revision:
     the bytes its last write prepared (docs/hub.md)."""
-    found = request.app.state.prepared.read(json_path(slug))
+    found = (
+        request.app.state.prepared.read(json_path(slug)) if repo.SLUG_RE.fullmatch(slug) else None
+    )
     if found is not None:
         return cached_answer(request, found.etag, found.body)
     with sessions() as session:  # not prepared yet (a hub that has not started on this database)

@@ -93,7 +93,9 @@ def recipe_page(request: Request, slug: str) -> Response:
     The page is the bytes the recipe's last write rendered (:mod:`rigbook.hub.prepared`); one
     that could not be prepared is rendered here, on each read.
     """
-    found = request.app.state.prepared.read(page_path(slug))
+    found = (
+        request.app.state.prepared.read(page_path(slug)) if repo.SLUG_RE.fullmatch(slug) else None
+    )
     if found is not None:
         return cached_answer(request, found.etag, found.body, found.content_type)
     with request.app.state.sessions() as session:

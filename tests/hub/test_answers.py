@@ -190,3 +190,9 @@ def test_every_offset_of_a_board_is_a_slice_of_one_read(hub, monkeypatch):
     ]
     assert [i for p in pages for i in p["items"]] == whole["items"]
     assert len(reads) == 1
+
+
+def test_a_slug_the_hub_cannot_hold_is_not_looked_up(hub):
+    """No prepared read for it (PostgreSQL refuses a NUL in a parameter: that was a 503)."""
+    for path in ("/r/a%00b", "/api/v1/recipes/a%00b.json", "/r/UPPER", "/r/a%2Fb"):
+        assert hub.client.get(path).status_code == 404, path
