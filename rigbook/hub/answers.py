@@ -1,14 +1,15 @@
 """Answers served before the web framework: a read the hub has answered since its last write is sent
 again as the bytes it was, with no routing, validation or database round trip.
 
-The hub's read routes (recipe JSON, recipe pages, the leaderboard's JSON and pages) already keep
-what they render per write version (:mod:`rigbook.hub.freshness`); this layer keeps the whole
-answer (status 200, its headers, its body) keyed by the request (path, query, host, scheme) and
-the write version it was made under, and answers from it while this worker's version is fresh.
-When the version is due to be read again, this layer reads it (one read off the event loop, which
-every request that finds it due waits for); when the answer is not held, the request goes on to the
-application, which answers and leaves its answer here. So a read sees a write within the same
-interval as before, and a worker that wrote sees its write at once (:meth:`VersionGate.expire`).
+This layer keeps the whole answer (status 200, its headers, its body) to the hub's versioned reads
+(recipe JSON, recipe pages, the leaderboard's JSON and pages) keyed by the request (path, query,
+host, scheme) and the write version it was made under (:mod:`rigbook.hub.freshness`), and answers
+from it while this worker's version is fresh. When the version is due to be read again, this layer
+reads it (one read off the event loop, which every request that finds it due waits for). When the
+answer is not held: a recipe's JSON or page is the bytes its last write prepared, one indexed read
+(:mod:`rigbook.hub.prepared`), kept here; anything else goes on to the application, which answers
+and leaves its answer here. So a read sees a write within the version's interval, and a worker
+that wrote sees its write at once (:meth:`VersionGate.expire`).
 
 Not served here: any method but GET, a request with a body, and every read while a per-address
 read limit is on (each read must be counted).
