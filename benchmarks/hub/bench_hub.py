@@ -336,6 +336,8 @@ def main() -> None:
         if args.seeded and args.seeded.exists():
             shutil.copyfile(args.seeded, seeded)
             print(f"seeded hub copied from {args.seeded}", file=sys.stderr)
+            # An earlier run's hub: migrated, and its answers prepared by this code, before copying.
+            create_app(f"sqlite:///{seeded}", load_builtin=False).state.engine.dispose()
         else:
             print(
                 f"seeding {args.recipes} recipes, {args.results} results ...",

@@ -1,14 +1,15 @@
 """Answers served before the web framework: a read the hub has answered since its last write is sent
 again as the bytes it was, with no routing, validation or database round trip.
 
-The hub's read routes (recipe JSON, recipe pages, the leaderboard's JSON and pages) already keep
-what they render per write version (:mod:`rigbook.hub.freshness`); this layer keeps the whole
-answer (status 200, its headers, its body) keyed by the request (path, query, host, scheme) and
-the write version it was made under, and answers from it while this worker's version is fresh.
-When the version is due to be read again, this layer reads it (one read off the event loop, which
-every request that finds it due waits for); when the answer is not held, the request goes on to the
-application, which answers and leaves its answer here. So a read sees a write within the same
-interval as before, and a worker that wrote sees its write at once (:meth:`VersionGate.expire`).
+This layer keeps the whole answer (status 200, its headers, its body) to the hub's versioned reads
+(recipe JSON, recipe pages, the leaderboard's JSON and pages) keyed by the request (path, query,
+host, scheme) and the write version it was made under (:mod:`rigbook.hub.freshness`), and answers
+from it while this worker's version is fresh. When the version is due to be read again, this layer
+reads it (one read off the event loop, which every request that finds it due waits for). When the
+answer is not held: a recipe's JSON or page is the bytes its last write prepared, one indexed read
+(:mod:`rigbook.hub.prepared`), kept here; anything else goes on to the application, which answers
+and leaves its answer here. So a read sees a write within the version's interval, and a worker
+that wrote sees its write at once (:meth:`VersionGate.expire`).
 
 Not served here: any method but GET, a request with a body, and every read while a per-address
 read limit is on (each read must be counted).
@@ -26,8 +27,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rigbook.hub.api import CACHE_CONTROL
 from rigbook.hub.freshness import VersionGate
+from rigbook.hub.http import PAGE_CSP, SECURITY_HEADERS
+from rigbook.hub.prepared import Prepared, PreparedReader
 from rigbook.hub.rates import Limits
+from rigbook.hub.repository import SLUG_RE
 
 DEFAULT_ENTRIES = 8192
 # Only reads whose bytes do not depend on who asks and change only with the write version: a
@@ -35,6 +40,9 @@ DEFAULT_ENTRIES = 8192
 CACHED_PATHS = re.compile(
     r"/api/v1/recipes/[^/]+\.json|/r/[^/]+|/api/v1/leaderboard\.json|/leaderboard"
 )
+# Reads a write prepared (rigbook.hub.prepared): a miss is one indexed read of their bytes.
+# Only a slug the hub could hold is looked up (PostgreSQL refuses a NUL in a parameter, for one).
+PREPARED_PATHS = re.compile(rf"/api/v1/recipes/{SLUG_RE.pattern}\.json|/r/{SLUG_RE.pattern}")
 Key = tuple[str, bytes, bytes, str]
 
 
@@ -82,6 +90,18 @@ class AnswerStore:
                 self._answers.popitem(last=False)
 
 
+def prepared_headers(found: Prepared) -> list[tuple[bytes, bytes]]:
+    """The headers the application sends with a prepared answer (its security headers included)."""
+    return [
+        (b"content-length", str(len(found.body)).encode()),
+        (b"content-type", found.content_type.encode()),
+        (b"etag", found.etag.encode()),
+        (b"cache-control", CACHE_CONTROL.encode()),
+        (b"content-security-policy", PAGE_CSP.encode()),
+        *SECURITY_HEADERS,
+    ]
+
+
 def _key(scope: Scope) -> Key | None:
     path: str = scope["path"]
     if not CACHED_PATHS.fullmatch(path):
@@ -125,10 +145,27 @@ class AnswerLayer:
                 await self.app(scope, receive, send)
                 return
         answer = store.get(version, key)
+        if answer is None and PREPARED_PATHS.fullmatch(key[0]):
+            answer = await self._prepared(key, version)
         if answer is not None:
             await self._send(scope, answer, send)
             return
         await self._pass_on(scope, receive, send, key, version)
+
+    async def _prepared(self, key: Key, before: int) -> Answer | None:
+        """The prepared answer to ``key``'s path, kept under ``before`` as :meth:`_pass_on` keeps
+        one; None when there is none (the application answers: a 404, or a page it renders)."""
+        reader: PreparedReader = self.state.prepared
+        try:
+            found = await run_in_threadpool(reader.read, key[0])
+        except SQLAlchemyError:
+            return None
+        if found is None:
+            return None
+        answer = Answer(prepared_headers(found), found.body)
+        if self.state.version.last_read() == before:
+            self.state.answers.put(before, key, answer)
+        return answer
 
     async def _read_version(self, gate: VersionGate) -> int:
         """The version read from the database off the event loop, once for all the requests that

@@ -24,7 +24,7 @@ from rigbook.errors import ErrorBody, ErrorDocument
 from rigbook.hub import repository as repo
 from rigbook.hub.admission import recipe_problems
 from rigbook.hub.auth import token_name
-from rigbook.hub.cache import AnswerCache
+from rigbook.hub.boards import RankedBoards
 from rigbook.hub.freshness import VersionGate
 from rigbook.hub.keys import (
     KeyInfo,
@@ -40,10 +40,9 @@ from rigbook.hub.leaderboard import (
     BoardFilters,
     BoardItem,
     EvidenceFilter,
-    board_page,
-    board_version,
     canonical_scope,
 )
+from rigbook.hub.paths import json_path, recipe_etag
 from rigbook.hub.rates import Limits, blocked, hit
 from rigbook.hub.reproductions import posted_problems
 from rigbook.hub.schemas import RecipePage, ResultAccepted, RevisionList
@@ -283,30 +282,31 @@ def next_url(request: Request, offset: int, count: int, total: int, limit: int) 
     return str(request.url.include_query_params(offset=offset + count, limit=limit))
 
 
-def cached_answer(request: Request, etag: str, body: bytes | str | None) -> Response:
+def cached_answer(
+    request: Request, etag: str, body: bytes | str | None, media_type: str = "application/json"
+) -> Response:
     """200 with ``body``, or 304 when the client already has ``etag``; both with the cache headers."""
     headers = {"ETag": etag, "Cache-Control": CACHE_CONTROL}
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
 
 
 @router.get("/recipes/{slug}.json", response_model=Recipe, responses=answers(304, *READ_STATUSES))
 def get_recipe(request: Request, slug: str, sessions: Sessions) -> Response:
-    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision.
-    Served from the worker's memory while the hub's write version stands (docs/hub.md)."""
-    cache: AnswerCache[tuple[str, bytes]] = request.app.state.recipe_cache
-    key = f"{slug}@{written(request).version()}"
-    hit = cache.get(key)
-    if hit is None:
-        with sessions() as session:
-            found = repo.get_record_text(session, slug)
-        if found is None:
-            raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
-        no, digest, text = found
-        hit = (f'"{no}-{digest.removeprefix("sha256:")[:32]}"', text.encode())
-        cache.put(key, hit)
-    return cached_answer(request, *hit)
+    """The latest revision of one recipe, in the public record's shape, with an ETag of its revision:
+    the bytes its last write prepared (docs/hub.md)."""
+    found = (
+        request.app.state.prepared.read(json_path(slug)) if repo.SLUG_RE.fullmatch(slug) else None
+    )
+    if found is not None:
+        return cached_answer(request, found.etag, found.body)
+    with sessions() as session:  # not prepared yet (a hub that has not started on this database)
+        record = repo.get_record_text(session, slug)
+    if record is None:
+        raise ApiError(404, "E_RECIPE_NOT_FOUND", f"no recipe {slug!r} on this hub")
+    no, digest, text = record
+    return cached_answer(request, recipe_etag(no, digest), text)
 
 
 @router.get(
@@ -523,25 +523,19 @@ def leaderboard(
         recipe=recipe,
     )
     query = json.dumps([filters.model_dump(), limit, offset])
-    cache: AnswerCache[bytes] = request.app.state.board_cache
     digest = hashlib.sha256(query.encode()).hexdigest()[:16]
     etag = f'W/"{written(request).version()}-{digest}"'
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return cached_answer(request, etag, None)
-    # The page's `next` link is absolute: one body per base URL the hub is asked at.
-    body = cache.get(f"{etag} {request.base_url}")
-    if body is None:
-        with sessions() as session:  # the version and the page from one snapshot
-            etag = f'W/"{board_version(session)}-{digest}"'
-            total, items = board_page(session, filters, limit=limit, offset=offset)
-        page = BoardPage(
-            metric=metric,
-            items=items,
-            total=total,
-            limit=limit,
-            offset=offset,
-            next=next_url(request, offset, len(items), total, limit),
-        )
-        body = page.model_dump_json().encode()
-        cache.put(f"{etag} {request.base_url}", body)
-    return cached_answer(request, etag, body)
+    boards: RankedBoards = request.app.state.boards
+    found = boards.page(written(request).last_read(), filters, limit=limit, offset=offset)
+    page = BoardPage(
+        metric=metric,
+        items=found.items,
+        total=found.total,
+        limit=limit,
+        offset=offset,
+        next=next_url(request, offset, len(found.items), found.total, limit),
+    )
+    etag = f'W/"{found.version}-{digest}"'
+    return cached_answer(request, etag, page.model_dump_json().encode())

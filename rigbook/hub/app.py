@@ -18,12 +18,13 @@ from rigbook.errors import RigbookError
 from rigbook.hub import pages, reproduction_api
 from rigbook.hub.answers import AnswerLayer, AnswerStore
 from rigbook.hub.api import HTTP_REMEDY, ApiError, router
-from rigbook.hub.cache import AnswerCache
+from rigbook.hub.boards import RankedBoards
 from rigbook.hub.db import make_engine, session_factory
 from rigbook.hub.freshness import DEFAULT_INTERVAL_S, VersionGate
 from rigbook.hub.http import HeadAsGet, SecurityHeaders, allowed_methods
 from rigbook.hub.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_DEPTH, BodyLimit, validation_code
 from rigbook.hub.migrate import upgrade
+from rigbook.hub.prepared import PreparedReader, prepare_stale, watch
 from rigbook.hub.rates import Limits
 from rigbook.hub.repository import load_catalog
 
@@ -83,10 +84,12 @@ def create_app(
     (:mod:`rigbook.hub.freshness`)."""
     engine = make_engine(db_url)
     sessions = session_factory(engine)
+    watch(sessions)
     if migrate:
         upgrade(engine)
         if load_builtin:
             load_catalog(sessions)
+        prepare_stale(sessions)
 
     app = HubApplication(
         title="rigbook hub",
@@ -97,9 +100,8 @@ def create_app(
     app.state.sessions = sessions
     app.state.limits = limits or Limits()
     app.state.version = VersionGate(sessions, fresh_within_s)
-    app.state.board_cache = AnswerCache[bytes]()
-    app.state.page_cache = AnswerCache[bytes]()
-    app.state.recipe_cache = AnswerCache[tuple[str, bytes]](entries=4096)
+    app.state.boards = RankedBoards(sessions)
+    app.state.prepared = PreparedReader(engine)
     app.state.answers = AnswerStore()
 
     @app.exception_handler(ApiError)

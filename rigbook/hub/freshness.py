@@ -2,8 +2,9 @@
 
 Every write that changes what a read answers (a recipe revision, a result's points, a key's
 revocation) adds a revision, and every revision bumps ``hub_state.board_version`` in its own
-transaction. Each worker keeps the answers it rendered (recipe JSON, recipe pages, leaderboard
-pages) keyed by that version, and reads the version from the database at most once every
+transaction. Each worker keeps the answers it sent (recipe JSON, recipe pages, leaderboard
+pages; :mod:`rigbook.hub.answers`) and the boards it read (:mod:`rigbook.hub.boards`) keyed by
+that version, and reads the version from the database at most once every
 :data:`DEFAULT_INTERVAL_S`: a read in between is served from memory with no database round trip.
 So a read on any worker or instance sees a write within that interval; a worker that made the
 write reads the version again on its next request, so it sees its own write at once.

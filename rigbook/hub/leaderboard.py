@@ -438,52 +438,45 @@ def board_version(session: Session) -> int:
     )
 
 
-def board_page(
-    session: Session, filters: BoardFilters, *, limit: int, offset: int
-) -> tuple[int, list[BoardItem]]:
-    """``(total matching, one page)``, grouped by model, hardware, scope and concurrency, measured first,
-    then by rank."""
-    query = select(BoardRow).where(BoardRow.metric == filters.metric)
+def board_ids(session: Session, filters: BoardFilters) -> list[int]:
+    """The ids of every row that matches ``filters``, grouped by model, hardware, scope and
+    concurrency, measured first, then by rank: the whole board of one filter key in one query of
+    ids only (a page of it is a slice, with no deep ``OFFSET``; :func:`board_items` reads it)."""
+    board = BoardRow.__table__
+    query = select(board.c.id).where(board.c.metric == filters.metric)
     if filters.scope is not None:
-        query = query.where(BoardRow.scope == filters.scope)
+        query = query.where(board.c.scope == filters.scope)
     if filters.model:
-        query = query.where(BoardRow.model == filters.model)
+        query = query.where(board.c.model == filters.model)
     if filters.card:
         query = query.where(
-            func.lower(BoardRow.card).contains(filters.card.lower(), autoescape=True)
+            func.lower(board.c.card).contains(filters.card.lower(), autoescape=True)
         )
     if filters.device_count is not None:
-        query = query.where(BoardRow.device_count == filters.device_count)
+        query = query.where(board.c.device_count == filters.device_count)
     if filters.concurrency is not None:
-        query = query.where(BoardRow.concurrency == filters.concurrency)
+        query = query.where(board.c.concurrency == filters.concurrency)
     if filters.evidence == "measured":
-        query = query.where(BoardRow.measured.is_(True))
+        query = query.where(board.c.measured.is_(True))
     elif filters.evidence is not None:
-        query = query.where(BoardRow.evidence == filters.evidence)
+        query = query.where(board.c.evidence == filters.evidence)
     if filters.recipe:
-        query = query.where(BoardRow.slug == filters.recipe)
-    total = session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
-    rows = (
-        session.execute(
-            query.order_by(
-                BoardRow.model,
-                BoardRow.card,
-                BoardRow.device_count,
-                BoardRow.scope,
-                BoardRow.concurrency,
-                BoardRow.measured.desc(),
-                BoardRow.rank,
-            )
-            .offset(offset)
-            .limit(limit)
-        )
-        .scalars()
-        .all()
-    )
-    return total, [_item(r) for r in rows]
+        query = query.where(board.c.slug == filters.recipe)
+    order = (board.c.model, board.c.card, board.c.device_count, board.c.scope, board.c.concurrency)
+    return list(session.scalars(query.order_by(*order, board.c.measured.desc(), board.c.rank)))
 
 
-def _item(row: BoardRow) -> BoardItem:
+def board_items(session: Session, ids: list[int]) -> list[BoardItem]:
+    """The rows ``ids`` (a page of :func:`board_ids`) as the board serves them, in that order: one
+    read by primary key."""
+    if not ids:
+        return []
+    board = BoardRow.__table__
+    found = {row.id: row for row in session.execute(select(board).where(board.c.id.in_(ids)))}
+    return [_item(found[i]) for i in ids if i in found]
+
+
+def _item(row: Any) -> BoardItem:
     entry = json.loads(row.entry)
     return BoardItem(
         recipe=row.slug,

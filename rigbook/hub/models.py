@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -113,7 +114,7 @@ class BoardRow(Base):
     """
 
     __tablename__ = "board"
-    # The read path: one partition in rank order, found by index (see leaderboard.board_page).
+    # The read path: one partition in rank order, found by index (see leaderboard.board_ids).
     __table_args__ = (
         Index(
             "ix_board_rank",
@@ -185,3 +186,17 @@ class ReproductionRow(Base):
     body: Mapped[str] = mapped_column(Text, doc="The document as posted, JSON text.")
     key_id: Mapped[str | None] = mapped_column(String(80), nullable=True, index=True)
     signature: Mapped[str | None] = mapped_column(Text, nullable=True, doc="base64 ed25519.")
+
+
+class PreparedRow(Base):
+    """A read's answer as a write left it (:mod:`rigbook.hub.prepared`): its bytes, ETag and type,
+    keyed by the path it answers, and the renderer (``made_by``) that made it."""
+
+    __tablename__ = "prepared"
+
+    path: Mapped[str] = mapped_column(String(300), primary_key=True)
+    etag: Mapped[str] = mapped_column(String(100))
+    content_type: Mapped[str] = mapped_column(String(100))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    version: Mapped[int] = mapped_column(BigInteger)
+    made_by: Mapped[str] = mapped_column(String(64))

@@ -15,20 +15,21 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from rigbook.hub import repository as repo
-from rigbook.hub.cache import AnswerCache
+from rigbook.hub.api import cached_answer
+from rigbook.hub.boards import RankedBoards
 from rigbook.hub.chart import perf_chart
 from rigbook.hub.display import shown_conditions, tok_s
 from rigbook.hub.leaderboard import (
     METRICS,
     SCOPE_JOIN,
     BoardFilters,
-    board_page,
+    BoardItem,
     canonical_scope,
     effective_conditions,
     evidence_of,
@@ -40,6 +41,7 @@ from rigbook.hub.leaderboard import (
     signer_revoked_at,
     slo_scope,
 )
+from rigbook.hub.paths import page_path
 from rigbook.hub.reproductions import page_entries
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
@@ -85,29 +87,29 @@ def index(request: Request, q: Annotated[str | None, Query(max_length=500)] = No
 
 
 @router.get("/r/{slug}", response_class=HTMLResponse)
-def recipe_page(request: Request, slug: str) -> HTMLResponse:
+def recipe_page(request: Request, slug: str) -> Response:
     """One recipe: launch command, requirements, chart and every point with its conditions.
 
-    The page is rendered once per write version of the hub (:mod:`rigbook.hub.freshness`) and served
-    from this worker's memory in between: a write on another worker shows within that module's
-    interval.
+    The page is the bytes the recipe's last write rendered (:mod:`rigbook.hub.prepared`); one
+    that could not be prepared is rendered here, on each read.
     """
-    cache: AnswerCache[bytes] = request.app.state.page_cache
-    key = f"{slug}@{request.app.state.version.version()}"
-    body = cache.get(key)
-    if body is None:
-        with request.app.state.sessions() as session:
-            found = repo.get_record_text(session, slug)
-            if found is None:
-                return not_found(request)
-            body = _recipe_html(
-                slug,
-                json.loads(found[2]),
-                repo.revisions(session, slug) or [],
-                published_curves(session, slug),
-            ).encode()
-        cache.put(key, body)
-    return HTMLResponse(body)
+    found = (
+        request.app.state.prepared.read(page_path(slug)) if repo.SLUG_RE.fullmatch(slug) else None
+    )
+    if found is not None:
+        return cached_answer(request, found.etag, found.body, found.content_type)
+    with request.app.state.sessions() as session:
+        record = repo.get_record_text(session, slug)
+        if record is None:
+            return not_found(request)
+        return HTMLResponse(render_page(session, slug, record[2]))
+
+
+def render_page(session: Session, slug: str, text: str) -> bytes:
+    """The page of ``slug`` from its latest record's JSON ``text``, as ``session`` sees it."""
+    return recipe_html(
+        slug, json.loads(text), repo.revisions(session, slug) or [], published_curves(session, slug)
+    ).encode()
 
 
 def slo_terms(slo: str | None) -> list[str]:
@@ -140,7 +142,7 @@ def signer_of(point: PerfPoint) -> str | None:
     return f"signed {kid}" + (f", key revoked {revoked}" if revoked else "")
 
 
-def _recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
+def recipe_html(slug: str, record: dict, history: list, shelf: Shelf) -> str:
     recipe = parse_recipe(record, slug)
     points = [
         {
@@ -203,20 +205,17 @@ def leaderboard_page(
     if scope is not None and metric == "users_at_slo":
         scope = canonical_scope(scope)
     filters = BoardFilters(model=model, card=card, metric=metric, scope=scope)
-    cache: AnswerCache[bytes] = request.app.state.page_cache
-    key = f"board@{request.app.state.version.version()}:{filters.model_dump_json()}:{page}"
-    body = cache.get(key)
-    if body is None:
-        body = _board_html(filters, page, request.app.state.sessions).encode()
-        cache.put(key, body)
-    return HTMLResponse(body)
+    boards: RankedBoards = request.app.state.boards
+    found = boards.page(
+        request.app.state.version.version(),
+        filters,
+        limit=BOARD_PAGE,
+        offset=(page - 1) * BOARD_PAGE,
+    )
+    return HTMLResponse(_board_html(filters, page, found.total, found.items))
 
 
-def _board_html(filters: BoardFilters, page: int, sessions: sessionmaker[Session]) -> str:
-    with sessions() as session:
-        total, items = board_page(
-            session, filters, limit=BOARD_PAGE, offset=(page - 1) * BOARD_PAGE
-        )
+def _board_html(filters: BoardFilters, page: int, total: int, items: list[BoardItem]) -> str:
     groups: dict[tuple, list] = {}
     for item in items:
         groups.setdefault(

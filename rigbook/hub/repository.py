@@ -60,6 +60,9 @@ class RecipeFilters(BaseModel):
     tier: str | None = None
 
 
+TOUCHED = "rigbook_touched"
+
+
 def now_text() -> str:
     """The current UTC time as the record writes times (``YYYY-MM-DD HH:MM:SS.ffffff+00:00``)."""
     return datetime.now(UTC).isoformat(sep=" ")
@@ -243,7 +246,14 @@ def _add_revision(
     )
     session.flush()
     write_board(session, recipe, revision["no"])
+    touch(session, recipe.slug)
     return record
+
+
+def touch(session: Session, slug: str) -> None:
+    """Mark ``slug`` as changed by this transaction: its answers are prepared before it commits
+    (:mod:`rigbook.hub.prepared`)."""
+    session.info.setdefault(TOUCHED, set()).add(slug)
 
 
 class Stored(BaseModel):

@@ -1,12 +1,18 @@
-"""Test helpers: bench results built with the real BenchResult model, a uvicorn hub on loopback."""
+"""Test helpers: bench results built with the real BenchResult model, a uvicorn hub on loopback,
+`rigbook hub serve --workers N` in a process of its own."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import httpx
 import uvicorn
 
 from rigbook.bench.result import BenchResult, Conditions, ProfileRef, RunTelemetry
@@ -120,3 +126,34 @@ def live_hub(app) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def served_workers(db: str, port: int, *flags: str, workers: int = 2) -> Iterator[subprocess.Popen]:
+    """`rigbook hub serve --workers N` on ``db`` and ``port`` (a process group of its own), up and
+    answering; stopped (the whole group) on the way out."""
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "rigbook", "hub", "serve"),
+            *("--port", str(port), "--db", db, "--workers", str(workers)),
+            *flags,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/api/v1/recipes", timeout=2).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "hub serve did not answer in 90 s"
+                time.sleep(0.3)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)

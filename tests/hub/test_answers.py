@@ -6,6 +6,9 @@ from __future__ import annotations
 from sqlalchemy import text
 from starlette.types import Receive, Scope, Send
 
+import rigbook.hub.boards
+import rigbook.hub.pages
+import rigbook.hub.repository
 from rigbook.hub.answers import AnswerLayer
 from rigbook.hub.freshness import VersionGate
 from rigbook.hub.rates import Limits, Rate
@@ -77,9 +80,9 @@ def test_a_write_elsewhere_shows_within_the_interval_and_its_writer_sees_it_at_o
     now[0] += 0.05  # within the interval: a's held answers, the staleness docs/hub.md states
     calls.clear()
     assert a.client.get(READS[0]).content == recipe.content and calls == []
-    now[0] += 0.05  # past it: the request goes on, and the write shows
+    now[0] += 0.05  # past it: the write shows, from the bytes the write prepared
     fresh = a.client.get(READS[0])
-    assert calls == [READS[0]] and fresh.headers["etag"] != recipe.headers["etag"]
+    assert calls == [] and fresh.headers["etag"] != recipe.headers["etag"]
     assert "900.3" in a.client.get(READS[1]).text and "900.3" not in page
     calls.clear()
     assert a.client.get(READS[0]).content == fresh.content and calls == []  # held again
@@ -92,7 +95,7 @@ def test_a_write_elsewhere_shows_within_the_interval_and_its_writer_sees_it_at_o
     assert again.status_code == 201
     calls.clear()
     mine = a.client.get(READS[0])
-    assert calls == [READS[0]] and mine.headers["etag"] != fresh.headers["etag"]
+    assert calls == [] and mine.headers["etag"] != fresh.headers["etag"]
 
 
 def test_what_is_never_held(make_hub):
@@ -122,5 +125,74 @@ def test_a_version_the_database_cannot_give_is_E_DB_from_the_application(make_hu
     hub = make_hub()
     with hub.app.state.engine.begin() as conn:
         conn.execute(text("DROP TABLE hub_state"))
-    answer = hub.client.get(READS[0])
+    answer = hub.client.get(READS[2])
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "E_DB"
+
+
+def test_a_read_no_worker_holds_is_the_prepared_bytes_never_a_rendering(make_hub, monkeypatch):
+    """A worker that has not answered a recipe's JSON or page since the last write sends the bytes
+    the write prepared: one indexed read, with no rendering and no route."""
+    a, b = make_hub(), make_hub(load_builtin=False)
+    sent = {path: a.client.get(path) for path in READS[:2]}
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("rendered on a read")
+
+    monkeypatch.setattr(rigbook.hub.pages, "recipe_html", never)
+    monkeypatch.setattr(rigbook.hub.repository, "get_record_text", never)
+    calls = counted(b, [0.0])
+    for path, first in sent.items():
+        again = b.client.get(path)
+        assert calls == [], path
+        assert again.content == first.content
+        assert again.headers.items() == first.headers.items()
+        same = b.client.get(path, headers={"if-none-match": first.headers["etag"]})
+        assert same.status_code == 304
+
+
+def test_a_page_that_cannot_be_prepared_does_not_stop_its_write(hub, monkeypatch):
+    """The write stands; the page has no prepared bytes, and its route renders it on each read."""
+    real = rigbook.hub.pages.recipe_html
+
+    def broken(*_args, **_kwargs):
+        raise OverflowError("a stored value out of range")
+
+    monkeypatch.setattr(rigbook.hub.pages, "recipe_html", broken)
+    written = hub.client.post(
+        f"/api/v1/recipes/{SMALL_SLUG}/results",
+        headers=hub.auth,
+        json=make_result().model_dump(mode="json"),
+    )
+    assert written.status_code == 201
+    assert hub.app.state.prepared.read(f"/r/{SMALL_SLUG}") is None
+    assert hub.app.state.prepared.read(READS[0]) is not None
+    monkeypatch.setattr(rigbook.hub.pages, "recipe_html", real)
+    calls = counted(hub, [0.0])
+    page = hub.client.get(READS[1])
+    assert page.status_code == 200 and "900.3" in page.text and calls == [READS[1]]
+
+
+def test_every_offset_of_a_board_is_a_slice_of_one_read(hub, monkeypatch):
+    """One query per board and write version; its pages, deep ones included, are slices of it."""
+    reads = []
+    real = rigbook.hub.boards.board_ids
+
+    def counting(session, filters):
+        reads.append(filters.model_dump_json())
+        return real(session, filters)
+
+    monkeypatch.setattr(rigbook.hub.boards, "board_ids", counting)
+    whole = hub.client.get("/api/v1/leaderboard.json", params={"limit": 500}).json()
+    assert whole["total"] > 3
+    pages = [
+        hub.client.get("/api/v1/leaderboard.json", params={"limit": 2, "offset": offset}).json()
+        for offset in range(0, whole["total"], 2)
+    ]
+    assert [i for p in pages for i in p["items"]] == whole["items"]
+    assert len(reads) == 1
+
+
+def test_a_slug_the_hub_cannot_hold_is_not_looked_up(hub):
+    """No prepared read for it (PostgreSQL refuses a NUL in a parameter: that was a 503)."""
+    for path in ("/r/a%00b", "/api/v1/recipes/a%00b.json", "/r/UPPER", "/r/a%2Fb"):
+        assert hub.client.get(path).status_code == 404, path

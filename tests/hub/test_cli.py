@@ -18,7 +18,7 @@ from rigbook.hub.app import create_app
 from rigbook.hub.auth import create_token
 from rigbook.recipe.catalog import list_recipes
 from tests.conftest import free_port
-from tests.hub.helpers import SMALL_SLUG, live_hub, make_result, point_conditions
+from tests.hub.helpers import SMALL_SLUG, live_hub, make_result, point_conditions, served_workers
 
 
 def rigbook(*args: str):
@@ -307,37 +307,8 @@ def test_serve_with_workers_shares_limits_and_revocation_through_the_database(
 ):
     port, db = free_port(), f"sqlite:///{tmp_path / 'hub.sqlite3'}"
     token = json.loads(rigbook("hub", "token", "create", "w", "--db", db, "--json").stdout)["token"]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rigbook",
-            "hub",
-            "serve",
-            "--port",
-            str(port),
-            "--db",
-            db,
-            "--workers",
-            "2",
-            "--auth-limit",
-            "3",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode()
-            try:
-                httpx.get(f"{url}/api/v1/recipes", timeout=2).raise_for_status()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, "hub serve did not answer in 90 s"
-                time.sleep(0.3)
+    with served_workers(db, port, "--auth-limit", "3"):
         good = {"Authorization": f"Bearer {token}"}
         # A new connection per request: the two workers take turns, and still count together.
         assert (
@@ -356,9 +327,6 @@ def test_serve_with_workers_shares_limits_and_revocation_through_the_database(
         assert codes == [401, 401, 401, 429, 429]
         head = httpx.head(f"{url}/api/v1/leaderboard.json")
         assert head.status_code == 200 and head.headers["etag"] and head.content == b""
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
 
 
 def _older_result(tmp_path) -> Path:

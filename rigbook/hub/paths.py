@@ -1,0 +1,23 @@
+"""The paths of the reads a write prepares (:mod:`rigbook.hub.prepared`), and their ETags."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def json_path(slug: str) -> str:
+    return f"/api/v1/recipes/{slug}.json"
+
+
+def page_path(slug: str) -> str:
+    return f"/r/{slug}"
+
+
+def recipe_etag(no: int, digest: str) -> str:
+    """The ETag of a recipe's JSON: its revision and content hash."""
+    return f'"{no}-{digest.removeprefix("sha256:")[:32]}"'
+
+
+def page_etag(body: bytes) -> str:
+    """The ETag of a page: a digest of its bytes (they change with results and revisions too)."""
+    return f'"p-{hashlib.sha256(body).hexdigest()[:32]}"'

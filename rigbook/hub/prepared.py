@@ -1,0 +1,139 @@
+"""Answers prepared at write time: a recipe's JSON and its page, rendered once by the write that
+changes them and stored with their ETags in the ``prepared`` table, in that write's transaction.
+
+A write marks the recipes it changed (:func:`rigbook.hub.repository.touch`); before its
+transaction commits, each one's JSON and page are rendered and stored (:func:`watch`), with the
+write version the transaction bumped. So the prepared bytes, the board and the version change together, or not at all. A read a
+worker does not hold in memory (:mod:`rigbook.hub.answers`) is one indexed read of this table
+(:class:`PreparedReader`, the driver's own connection, no ORM), never a rendering.
+
+Rows carry the renderer that made them (:data:`MADE_BY`, a digest of the hub's code and
+templates): a hub that starts on rows another renderer made, or on recipes with none, prepares
+them again before it serves (:func:`prepare_stale`). A page that fails to render leaves no row,
+and its route renders it on each read instead (which then answers what the failure was).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel
+from sqlalchemy import Engine, delete, event, insert, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from rigbook import __version__
+from rigbook.hub import repository as repo
+from rigbook.hub.db import writing
+from rigbook.hub.leaderboard import board_version
+from rigbook.hub.models import PreparedRow, RecipeRow
+from rigbook.hub.pages import render_page
+from rigbook.hub.paths import json_path, page_etag, page_path, recipe_etag
+
+JSON_TYPE = "application/json"
+PAGE_TYPE = "text/html; charset=utf-8"
+STALE_BATCH = 200
+
+
+def _made_by() -> str:
+    digest = hashlib.sha256(__version__.encode())
+    root = Path(__file__).parent
+    for path in sorted([*root.glob("*.py"), *root.glob("templates/*")]):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+MADE_BY = _made_by()
+
+
+class Prepared(BaseModel):
+    """One prepared answer: its ETag, content type and body."""
+
+    etag: str
+    content_type: str
+    body: bytes
+
+
+def prepare(session: Session, slugs: Iterable[str]) -> None:
+    """Render and store the JSON and page of each of ``slugs`` under this transaction's version."""
+    version = board_version(session)
+    rows: list[dict[str, object]] = []
+    paths: list[str] = []
+    for slug in sorted(set(slugs)):
+        paths += [json_path(slug), page_path(slug)]
+        found = repo.get_record_text(session, slug)
+        if found is None:
+            continue
+        no, digest, text = found
+        body = text.encode()
+        rows.append(
+            {"path": json_path(slug), "etag": recipe_etag(no, digest), "content_type": JSON_TYPE}
+            | {"body": body, "version": version, "made_by": MADE_BY}
+        )
+        try:
+            page = render_page(session, slug, text)
+        except Exception:  # noqa: BLE001 — no stored value may stop the write; the route renders it
+            continue
+        rows.append(
+            {"path": page_path(slug), "etag": page_etag(page), "content_type": PAGE_TYPE}
+            | {"body": page, "version": version, "made_by": MADE_BY}
+        )
+    if paths:
+        session.execute(delete(PreparedRow).where(PreparedRow.path.in_(paths)))
+    if rows:
+        session.execute(insert(PreparedRow), rows)
+
+
+def watch(sessions: sessionmaker[Session]) -> None:
+    """Prepare, before each commit of a session from ``sessions``, the recipes it touched."""
+
+    @event.listens_for(sessions, "before_commit")
+    def _before_commit(session: Session) -> None:
+        touched = session.info.pop(repo.TOUCHED, None)
+        if touched:
+            session.flush()
+            prepare(session, touched)
+
+
+def prepare_stale(sessions: sessionmaker[Session]) -> int:
+    """Prepare every recipe whose JSON has no row of this renderer; returns how many."""
+    with sessions() as session:
+        slugs = set(session.scalars(select(RecipeRow.slug)).all())
+        current = set(
+            session.scalars(select(PreparedRow.path).where(PreparedRow.made_by == MADE_BY)).all()
+        )
+    stale = sorted(s for s in slugs if json_path(s) not in current)
+    for start in range(0, len(stale), STALE_BATCH):
+        with writing(sessions) as session:
+            prepare(session, stale[start : start + STALE_BATCH])
+    return len(stale)
+
+
+class PreparedReader:
+    """Reads one prepared answer by its path: one indexed read on a pooled driver connection."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        marker = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        self._query = f"SELECT etag, content_type, body FROM prepared WHERE path = {marker}"
+        self._failure = engine.dialect.loaded_dbapi.Error
+
+    def read(self, path: str) -> Prepared | None:
+        """The answer prepared for ``path``, None when there is none; a failed read raises
+        SQLAlchemyError, as the application's reads do."""
+        connection = self.engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(self._query, (path,))
+            row = cursor.fetchone()
+            cursor.close()
+            connection.rollback()  # PostgreSQL's driver opened a transaction for the read
+        except self._failure as exc:
+            raise SQLAlchemyError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            connection.close()
+        return (
+            None if row is None else Prepared(etag=row[0], content_type=row[1], body=bytes(row[2]))
+        )
