@@ -14,7 +14,7 @@ import httpx
 from pydantic import BaseModel
 
 from rigbook.openai.models import discover, pick_model
-from rigbook.openai.urls import v1_url
+from rigbook.openai.urls import models_url
 
 
 class Served(BaseModel):
@@ -49,7 +49,7 @@ async def _json(client: httpx.AsyncClient, method: str, url: str, **kw) -> dict 
 
 async def served_context(client: httpx.AsyncClient, url: str, model: str) -> tuple[int, str] | None:
     """(context length, where it was read) from the server itself, or None."""
-    models = await _json(client, "GET", v1_url(url, "models"))
+    models = await _json(client, "GET", models_url(url))
     for entry in (models or {}).get("data") or []:
         if (
             isinstance(entry, dict)
