@@ -30,7 +30,7 @@ from rigbook.launch.engines.native import NativeEngine
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
-from rigbook.openai.urls import MODELS_PATH
+from rigbook.openai.urls import MODELS_PATH, server_url
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
 PYTHON_ENV = "RIGBOOK_VLLM_PYTHON"
@@ -215,7 +215,7 @@ class VllmEngine(NativeEngine):
     def served_version(self, url: str) -> str | None:
         """vLLM's version as its server reports it at /version."""
         try:
-            answer = httpx.get(f"{url}/version", timeout=5.0)
+            answer = httpx.get(server_url(url, "/version"), timeout=5.0)
             return str(answer.json().get("version")) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             return None
