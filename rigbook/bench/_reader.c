@@ -763,9 +763,10 @@ static PyObject *Reader_add(Reader *r, PyObject *args) {
     s->id = ((uint64_t)(++r->generation) << 32) | slot;
     s->fd = fd, s->used = 1, s->live = 1, s->stall_s = stall_s, s->last_data = t, s->drained = t;
     /* Edge-triggered: each arrival queues the socket once, and read_stream reads until a short
-     * read (once the peer has closed, EPOLLRDHUP, until its end), so nothing is left unseen; level-triggered polled every socket it had read once more
-     * at the next wait, to find it empty (sock_poll, tcp_poll and ep_item_poll: 7 % of the
-     * process's samples under perf at 64 streams). */
+     * read (once the peer has closed, EPOLLRDHUP, until its end), so nothing is left unseen;
+     * level-triggered would poll every socket it had read once more at the next wait, only to
+     * find it empty: work per read that buys nothing (benchmarks/runs/2026-12-06-cpu-client/
+     * notes.md has the change's effect). */
     struct epoll_event watch = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.u64 = s->id};
     if (epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &watch) != 0) {
         int e = errno;

@@ -10,8 +10,9 @@ from typing import Literal
 
 import numpy as np
 
-# np.percentile imports numpy.ma on its first call (about 20 ms here): imported with this module,
-# so the first record built in a cell does not stall the streams still reading.
+# np.percentile imports numpy.ma on its first call, long enough to stall a stream's reads:
+# imported with this module, so the first record built in a cell does not stall the streams still
+# reading (benchmarks/runs/2026-12-04-cpu-client/notes.md, "The first cell's stall").
 import numpy.ma
 
 from rigbook.bench.result import (

@@ -21,7 +21,7 @@ from rigbook.bench import server_metrics, speculation
 from rigbook.bench.assemble import assemble
 from rigbook.bench.backend import RequestBodies
 from rigbook.bench.client import Target
-from rigbook.bench.clients import CellClient, open_client
+from rigbook.bench.clients import CellClient, LoopClient, open_client
 from rigbook.bench.journal import Journal, journal_path
 from rigbook.bench.metrics import buffered_requests, build_cell, to_record
 from rigbook.bench.plan import CellSpec, RunPlan
@@ -45,7 +45,7 @@ from rigbook.bench.scheduler import (
 from rigbook.bench.telemetry import Sampler
 from rigbook.bench.workers import WorkerCell, WorkerPool, merge_loads
 from rigbook.bench.workloads import cache as prefix
-from rigbook.bench.workloads.sessions import SessionClient, Sessions
+from rigbook.bench.workloads.sessions import Sessions
 from rigbook.bench.workloads.trace_run import replay_cell
 from rigbook.findings import Finding
 from rigbook.openai.models import discover, pick_model
@@ -290,7 +290,8 @@ class CellPlan:
     def open_client(self) -> CellClient:
         """A client for one cell or the warmup, on the running loop; ``close()`` it after."""
         if self.sessions is not None:
-            return SessionClient(self.target, self.run.stall_s)
+            # the Python client, whatever --client says: it keeps each reply's text for the next turn
+            return LoopClient(self.target, self.run.stall_s)
         return open_client(self.run.client, self.target, self.run.stall_s)
 
     def sender(self, client: CellClient):
@@ -461,7 +462,7 @@ async def _measure_cell(
             send = plan.sender(streams)
             streams.start()
             if sessions is not None:
-                assert isinstance(streams, SessionClient)
+                assert isinstance(streams, LoopClient)
                 await sessions.run_cell(streams, on_done, cell=index, users=conc, stop=stop)
             elif requests is not None:
                 await run_burst(send, on_done, requests=requests, concurrency=conc, stop=stop)

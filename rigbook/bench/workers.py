@@ -62,10 +62,9 @@ from rigbook.bench.worker_protocol import (
 from rigbook.errors import InternalError
 from rigbook.openai.stream import RawRequest
 
-# One worker per this many streams of a cell. Measured here (docs/bench.md, "Client headroom"),
-# one process at 256 streams x 40 tok/s used 28 % of a core at 28 us per token: 256 streams stay
-# well inside one process at the per-stream rates servers give under load, and 1,024 streams at
-# that rate (41,000 tok/s) would pass one process's ceiling (about 36,000 tok/s).
+# One worker per this many streams of a cell: at the per-stream rates servers give under load, this
+# many stay well inside one process's ceiling and four times as many would pass it (docs/bench.md,
+# "Past one core: worker processes"; the figures are in benchmarks/runs/*-cpu-client/notes.md).
 STREAMS_PER_WORKER = 256
 # How long stopped workers get to end their streams and report before they are killed.
 STOP_GRACE_S = 2.0

@@ -68,8 +68,9 @@ def _card_variant(name: str | None) -> str | None:
     return primary_variant(parse_card(name)) if name else None
 
 
-# Context is a class, never an exact token count: a bench writes the median prompt length (74 one run,
-# 75 the next) and a recipe may write 1 for "a short chat prompt".
+# Context is a class, never an exact token count: a bench writes the median prompt length, which
+# moves by a token or so between runs of one profile, and a recipe may write 1 for "a short chat
+# prompt".
 SHORT_CONTEXT = 512  # tokens; every prompt up to this long is "short"
 CONTEXT_TOLERANCE = (
     1.25  # longer prompts match when the longer is at most this many times the shorter

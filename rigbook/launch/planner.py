@@ -24,6 +24,7 @@ from rigbook.launch.screen import screen
 from rigbook.launch.spec import launch_spec
 from rigbook.launch.state import check_name
 from rigbook.launch.weights import free_bytes
+from rigbook.openai.urls import server_url
 from rigbook.ports import parse_port
 from rigbook.recipe.hf import artifact_repo, weights_dir
 from rigbook.recipe.schema import Recipe
@@ -300,7 +301,7 @@ def build_plan(
             Finding.make("E_UNSAFE", describe(d), remedy=remedy_for(d)) for d in dangers
         ] + ([judged] if judged else [])
         steps.append(started)
-    probes = ", then ".join(f"GET {url}{path}" for path in engine.ready_paths)
+    probes = ", then ".join(f"GET {server_url(url, path)}" for path in engine.ready_paths)
     steps.append(
         step(
             StepKind.ready,

@@ -17,6 +17,7 @@ from rigbook.errors import LaunchError, RigbookError
 from rigbook.launch.logscan import LogPattern, explain_exit, read_tail, scan_lines
 from rigbook.launch.plan import LaunchCommand
 from rigbook.launch.sandbox import exec_argv
+from rigbook.openai.urls import MODELS_PATH, server_url
 
 POLL_S = 0.5
 
@@ -73,10 +74,12 @@ def stop_group(pgid: int, *, grace_s: float = 15.0, child: subprocess.Popen | No
     return not group_members(pgid)
 
 
-def probe_ready(url: str, timeout: float = 2.0, paths: tuple[str, ...] = ("/v1/models",)) -> bool:
-    """True when each of ``paths`` (default ``/v1/models``) answers 200 at ``url``, tried in order."""
+def probe_ready(url: str, timeout: float = 2.0, paths: tuple[str, ...] = (MODELS_PATH,)) -> bool:
+    """True when each of ``paths`` (default the model list) answers 200 at ``url``, tried in order."""
     try:
-        return all(httpx.get(f"{url}{path}", timeout=timeout).status_code == 200 for path in paths)
+        return all(
+            httpx.get(server_url(url, path), timeout=timeout).status_code == 200 for path in paths
+        )
     except httpx.HTTPError:
         return False
 
@@ -90,7 +93,7 @@ def wait_ready(
     patterns: list[LogPattern] | None = None,
     since: int = 0,
     progress: Callable[[float, str], None] | None = None,
-    ready_paths: tuple[str, ...] = ("/v1/models",),
+    ready_paths: tuple[str, ...] = (MODELS_PATH,),
 ) -> float:
     """Poll readiness until ``timeout``; the engine's exit or the timeout become coded errors from its log.
 

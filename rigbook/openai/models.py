@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from rigbook.errors import EndpointError
 from rigbook.openai.http import json_object, request
-from rigbook.openai.urls import base_url, v1_url
+from rigbook.openai.urls import models_url, server_url
 
 # owned_by values the engines put in /v1/models
 _OWNERS = {
@@ -32,7 +32,7 @@ class ServerInfo(BaseModel):
 def _version(client: httpx.Client, url: str) -> str | None:
     """The engine version where the server answers ``/version`` (vLLM and SGLang do)."""
     try:
-        answer = client.get(f"{base_url(url)}/version", timeout=3.0)
+        answer = client.get(server_url(url, "/version"), timeout=3.0)
         data = answer.json() if answer.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
@@ -42,9 +42,9 @@ def _version(client: httpx.Client, url: str) -> str | None:
 
 def discover(url: str, *, timeout: float = 10.0) -> ServerInfo:
     """The served model ids, and the engine and its version as far as the server tells them."""
-    models_url = v1_url(url, "models")
+    endpoint = models_url(url)
     with httpx.Client(timeout=timeout) as client:
-        data = json_object(request(client, "GET", models_url), models_url).get("data") or []
+        data = json_object(request(client, "GET", endpoint), endpoint).get("data") or []
         listed = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
         owner = next((m.get("owned_by") for m in listed if m.get("owned_by")), None)
         version = _version(client, url)

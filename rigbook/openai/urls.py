@@ -2,7 +2,8 @@
 external recipe give it.
 
 The one place ``/v1`` is stripped and request paths are joined: users paste either form, and every
-request path is built here from the base (:func:`v1_url`).
+request path is built here from the base (:func:`v1_url`, or :func:`server_url` for the paths an
+engine serves beside ``/v1``, such as ``/health``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from rigbook.errors import InputError
+
+#: The path that lists the served models; ``up`` waits for it, the way a client would use the server.
+MODELS_PATH = "/v1/models"
 
 _REMEDY = "Give the server's base URL, e.g. http://127.0.0.1:8000 (with or without /v1)."
 
@@ -37,6 +41,16 @@ def base_url(url: str) -> str:
 def v1_url(url: str, path: str) -> str:
     """The URL of ``/v1/<path>`` on the server at ``url`` (a base URL, with or without ``/v1``)."""
     return f"{base_url(url)}/v1/{path.lstrip('/')}"
+
+
+def server_url(url: str, path: str) -> str:
+    """The URL of ``path`` (e.g. ``/health``, or :data:`MODELS_PATH`) on the server at ``url``."""
+    return f"{base_url(url)}/{path.lstrip('/')}"
+
+
+def models_url(url: str) -> str:
+    """The model list URL of the server at ``url``."""
+    return server_url(url, MODELS_PATH)
 
 
 def chat_url(url: str) -> str:

@@ -14,7 +14,7 @@ import httpx
 from pydantic import BaseModel
 
 from rigbook.openai.models import discover, pick_model
-from rigbook.openai.urls import v1_url
+from rigbook.openai.urls import models_url, server_url
 
 
 class Served(BaseModel):
@@ -49,7 +49,7 @@ async def _json(client: httpx.AsyncClient, method: str, url: str, **kw) -> dict 
 
 async def served_context(client: httpx.AsyncClient, url: str, model: str) -> tuple[int, str] | None:
     """(context length, where it was read) from the server itself, or None."""
-    models = await _json(client, "GET", v1_url(url, "models"))
+    models = await _json(client, "GET", models_url(url))
     for entry in (models or {}).get("data") or []:
         if (
             isinstance(entry, dict)
@@ -57,7 +57,7 @@ async def served_context(client: httpx.AsyncClient, url: str, model: str) -> tup
             and isinstance(entry.get("max_model_len"), int)
         ):
             return entry["max_model_len"], "/v1/models max_model_len"
-    props = await _json(client, "GET", url + "/props")
+    props = await _json(client, "GET", server_url(url, "/props"))
     n_ctx = ((props or {}).get("default_generation_settings") or {}).get("n_ctx")
     if isinstance(n_ctx, int):
         return n_ctx, "/props n_ctx"
@@ -76,7 +76,7 @@ class TokenCounter:
             body = await _json(
                 self.client,
                 "POST",
-                self.url + method,
+                server_url(self.url, method),
                 timeout=600.0,
                 json={
                     "model": self.model,
@@ -94,7 +94,7 @@ class TokenCounter:
         body = await _json(
             self.client,
             "POST",
-            self.url + method,
+            server_url(self.url, method),
             timeout=600.0,
             json={"model": self.model, "input": text},
         )

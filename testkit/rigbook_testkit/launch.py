@@ -17,6 +17,8 @@ from contextlib import contextmanager
 
 import httpx
 
+from rigbook.openai.urls import models_url
+
 
 def free_port() -> int:
     """A loopback port nothing listens on right now."""
@@ -41,7 +43,7 @@ def start_synthetic(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            httpx.get(url + "/v1/models", timeout=1)
+            httpx.get(models_url(url), timeout=1)
             return proc, url
         except httpx.HTTPError:
             time.sleep(0.1)

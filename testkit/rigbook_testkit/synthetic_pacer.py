@@ -1,7 +1,8 @@
 """The synthetic server's pacer: one timer per process sends the events that fall due on every stream.
 
-A coroutine and a timer per event cost more CPU than the write itself: at one token per event
-they held the server under 50,000 tok/s on two cores. Here one loop callback wakes when the
+A coroutine and a timer per event cost more CPU than the write itself, and at one token per event
+held the server below what it must emit to outrun the client (docs/bench.md, "The synthetic
+server's ceiling", has what it emits). Here one loop callback wakes when the
 earliest event is due, writes each due stream's events straight to its transport and counts them
 once per wake. A stream's coroutine waits only at its start, its end, and while its client is
 slow to read (the transport's buffer over its high-water mark).

@@ -15,7 +15,7 @@ from rigbook.errors import EndpointError
 from rigbook.openai.body import chat_body, encode, unstreamed, with_messages
 from rigbook.openai.models import pick_model
 from rigbook.openai.stream import RawRequest, apply_payload
-from rigbook.openai.urls import chat_url
+from rigbook.openai.urls import chat_url, models_url, server_url
 from rigbook.quality.chat import body as quality_body
 from rigbook.quality.result import Sampling
 
@@ -73,6 +73,13 @@ def test_a_conversation_replaces_only_the_messages():
 
 def test_the_chat_url_takes_either_form_of_the_base():
     assert chat_url("http://h:1/v1/") == chat_url("http://h:1") == "http://h:1/v1/chat/completions"
+
+
+def test_paths_beside_v1_and_the_model_list_are_joined_to_the_base():
+    # `up` probes /health and the model list on a URL that may have been pasted with /v1
+    assert server_url("http://h:1/v1", "/health") == server_url("http://h:1/", "health")
+    assert server_url("http://h:1/v1", "/health") == "http://h:1/health"
+    assert models_url("http://h:1/v1/") == models_url("http://h:1") == "http://h:1/v1/models"
 
 
 def test_the_model_pick():

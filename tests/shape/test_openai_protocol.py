@@ -1,9 +1,6 @@
 """The OpenAI protocol is spoken in one place, ``rigbook/openai/``: outside it no module builds a
 chat body (a ``"messages"`` key), reads a reply's events (``"choices"`` or ``"delta"`` taken out of
 an object) or joins the chat path by hand (``"chat/completions"``).
-
-The synthetic server is the other side of the protocol (it reads requests and writes replies), so
-its modules are not looked at.
 """
 
 from __future__ import annotations
@@ -49,11 +46,7 @@ def protocol_uses(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def _outside() -> list[Path]:
-    return [
-        p
-        for p in sorted(ROOT.rglob("*.py"))
-        if not p.is_relative_to(PROTOCOL) and not p.name.startswith("synthetic_")
-    ]
+    return [p for p in sorted(ROOT.rglob("*.py")) if not p.is_relative_to(PROTOCOL)]
 
 
 def test_only_rigbook_openai_speaks_the_protocol() -> None:

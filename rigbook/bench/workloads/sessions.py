@@ -49,11 +49,6 @@ class TurnRequest(RawRequest):
         return self.cache_n
 
 
-class SessionClient(LoopClient):
-    """The Python client, the one that keeps each reply's text (into :attr:`TurnRequest.text`)
-    for the session's next turn."""
-
-
 class Sessions:
     """One run's sessions: the messages each user sends, and the cells that send them."""
 
@@ -112,7 +107,7 @@ class Sessions:
 
     async def run_cell(
         self,
-        client: SessionClient,
+        client: LoopClient,
         on_done: Callable[[int, RawRequest], None],
         *,
         cell: int,

@@ -9,6 +9,7 @@ from rigbook.launch.logscan import LogPattern
 from rigbook.launch.plan import LaunchCommand, Step, StepKind, Target
 from rigbook.launch.rules import Danger
 from rigbook.launch.safety import spec_dangers
+from rigbook.openai.urls import MODELS_PATH
 from rigbook.recipe.schema import Recipe
 
 
@@ -21,7 +22,7 @@ class Engine(ABC):
     #: Engine-specific log lines, tried before the common ones.
     log_patterns: ClassVar[list[LogPattern]] = []
     #: Paths that must answer 200, in this order, before the engine counts as ready.
-    ready_paths: ClassVar[tuple[str, ...]] = ("/v1/models",)
+    ready_paths: ClassVar[tuple[str, ...]] = (MODELS_PATH,)
 
     @abstractmethod
     def fetch_steps(self, recipe: Recipe, spec, target: Target) -> list[Step]:

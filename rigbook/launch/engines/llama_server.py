@@ -21,6 +21,7 @@ from rigbook.launch.engines.llama_cpp import gguf_path
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import cuda_env, drop_options, gpu_env_defaults, substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.openai.urls import MODELS_PATH
 from rigbook.recipe.schema import LlamaServerLaunch, Recipe
 
 PROGRAM = "llama-server"
@@ -79,7 +80,7 @@ def drop_mapped(args: list[str]) -> tuple[list[str], list[str]]:
 
 class LlamaServerEngine(Engine):
     kind = "llama_server"
-    ready_paths = ("/health", "/v1/models")  # /health answers 503 while the model loads
+    ready_paths = ("/health", MODELS_PATH)  # /health answers 503 while the model loads
     # Lines from real runs of the vendored llama-server (tests/launch/test_llama_server_e2e.py provokes each).
     log_patterns: ClassVar[list[LogPattern]] = [
         LogPattern(

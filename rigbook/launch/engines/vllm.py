@@ -30,6 +30,7 @@ from rigbook.launch.engines.native import NativeEngine
 from rigbook.launch.logscan import LogPattern
 from rigbook.launch.placeholders import substitute
 from rigbook.launch.plan import LaunchCommand, StepKind, Target
+from rigbook.openai.urls import MODELS_PATH, server_url
 from rigbook.recipe.schema import Recipe, SglangLaunch, VllmLaunch
 
 PYTHON_ENV = "RIGBOOK_VLLM_PYTHON"
@@ -112,7 +113,7 @@ class VllmEngine(NativeEngine):
     kind = "vllm"
     program = "vllm"
     # Readiness: /health answers 200 once the engine core runs; /v1/models then lists the model.
-    ready_paths = ("/health", "/v1/models")
+    ready_paths = ("/health", MODELS_PATH)
     # From real vLLM 0.32 (CPU build) logs of each failure, provoked on purpose
     # (tests/fixtures/vllm-logs/); the port taken is a common pattern (E_PORT).
     log_patterns: ClassVar[list[LogPattern]] = [
@@ -214,7 +215,7 @@ class VllmEngine(NativeEngine):
     def served_version(self, url: str) -> str | None:
         """vLLM's version as its server reports it at /version."""
         try:
-            answer = httpx.get(f"{url}/version", timeout=5.0)
+            answer = httpx.get(server_url(url, "/version"), timeout=5.0)
             return str(answer.json().get("version")) if answer.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             return None
