@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from rigbook.bench import result as bench
 from rigbook.capacity import result as capacity
@@ -28,18 +28,35 @@ COMPARISON_KIND: Final = "rigbook.compare"
 
 # What `report` and `compare` read: a run's measurements.
 Measured = bench.BenchResult | capacity.CapacityResult | quality.NeedleResult | quality.AgreeResult
-AnyResult = Annotated[Measured | Comparison | Reproduction, Field(discriminator="kind")]
-_ANY: TypeAdapter[AnyResult] = TypeAdapter(AnyResult)
+AnyResult = Annotated[
+    bench.BenchResult
+    | capacity.CapacityResult
+    | quality.NeedleResult
+    | quality.AgreeResult
+    | Comparison
+    | Reproduction,
+    Field(discriminator="kind"),
+]
 
-MEASURED_KINDS: Final = frozenset(
-    {bench.BENCH_KIND, capacity.CAPACITY_KIND, quality.NEEDLE_KIND, quality.AGREE_KIND}
-)
+
+class _Any(RootModel[AnyResult]):
+    """The union as a model: what validates a file's JSON by its kind."""
+
+
 # The documents that are no measurement: named when one is given where a measurement is read.
 OTHER_KINDS: Final = {
     REPRODUCTION_KIND: "a reproduction (`rigbook publish` takes it)",
     COMPARISON_KIND: "a comparison (`rigbook compare --json` or `rigbook reproduce` wrote it)",
 }
-RESULT_KINDS: Final = MEASURED_KINDS | OTHER_KINDS.keys()
+RESULT_KINDS: Final = frozenset(
+    {
+        bench.BENCH_KIND,
+        capacity.CAPACITY_KIND,
+        quality.NEEDLE_KIND,
+        quality.AGREE_KIND,
+        *OTHER_KINDS,
+    }
+)
 
 
 class LoadedResult(BaseModel):
@@ -58,11 +75,6 @@ class LoadedResult(BaseModel):
 def is_result(file: ResultFile) -> bool:
     """True when ``file`` declares one of the kinds the union holds (not yet validated)."""
     return file.kind in RESULT_KINDS
-
-
-def is_measured(file: ResultFile) -> bool:
-    """True when ``file`` declares a measurement's kind (not yet validated)."""
-    return file.kind in MEASURED_KINDS
 
 
 def _carries_own_hash(file: ResultFile, result: AnyResult) -> bool:
@@ -87,7 +99,7 @@ def validate(file: ResultFile) -> LoadedResult:
             said = f"{file.path} is of kind {kind!r}, not a result rigbook reads"
         raise InputError("E_RESULT_INVALID", said)
     try:
-        result = _ANY.validate_python(file.data)
+        result = _Any.model_validate(file.data).root
     except ValidationError as exc:
         raise invalid(file, f"a valid {file.kind}", exc) from None
     if not _carries_own_hash(file, result):

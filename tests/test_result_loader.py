@@ -85,7 +85,7 @@ def test_report_and_compare_refuse_what_is_no_measurement(tmp_path: Path) -> Non
     assert "is a reproduction" in json.loads(out.output)["error"]["message"]
     with pytest.raises(InputError) as caught:
         load_source(str(comparison))
-    assert caught.value.code == "E_RESULT_INVALID"
+    assert caught.value.code == "E_RESULT_INVALID" and "is a comparison" in caught.value.message
 
 
 def _write(path: Path, text: str) -> Path:

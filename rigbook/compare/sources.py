@@ -26,7 +26,7 @@ from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 from rigbook.recipe.speculator import speculator
 from rigbook.result_file import read_file
-from rigbook.results import Measured, is_measured, measured, validate
+from rigbook.results import Measured, is_result, measured, validate
 
 CPU = "CPU"
 # `rigbook bench` starts every perf point's notes so ("rigbook burst, profile seed v1, …"); a recipe
@@ -272,7 +272,7 @@ def _source_from_file(ref: str, path: Path) -> Source:
         file = read_file(path)
     except RigbookError as exc:
         raise _neither(ref, exc) from None
-    if is_measured(file):
+    if is_result(file):  # a comparison or a reproduction is refused, named
         return source_from_loaded(ref, measured(validate(file)))
     try:
         recipe = parse_recipe(file.data, ref)
