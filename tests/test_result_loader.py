@@ -1,5 +1,6 @@
 """One loader for result files (rigbook.results): every kind loads from a file read once, by its
-``kind``; what is no result is E_RESULT_INVALID; `report`, `compare` and `publish` open a file once."""
+``kind``, comparisons and reproductions included; what is no result is E_RESULT_INVALID; `report`,
+`compare` and `publish` open a file once."""
 
 from __future__ import annotations
 
@@ -18,14 +19,17 @@ from rigbook.bench.result import BENCH_KIND, BenchResult
 from rigbook.capacity.result import CAPACITY_KIND, CapacityResult
 from rigbook.cli.app import app
 from rigbook.compare.sources import load_source
+from rigbook.comparison import Comparison
 from rigbook.errors import InputError
 from rigbook.hub import publish
 from rigbook.hub.publish import publish_file
 from rigbook.hub.schemas import ReproductionAccepted, ResultAccepted
 from rigbook.quality.result import AgreeResult, NeedleResult
 from rigbook.reproduce import publish as reproduce_publish
+from rigbook.reproduction import Reproduction
 from rigbook.results import load_result
 from tests.compare.bench_results import write_result
+from tests.compare.test_seed_cases import SEED_TP2, SEED_TP4
 from tests.quality.test_compare import _agree, _needle
 from tests.reproduce.test_publish import folder
 from tests.result_files import committed
@@ -51,6 +55,39 @@ def test_needle_and_agree_results_load_as_theirs(tmp_path: Path) -> None:
     assert isinstance(load_result(_agree(tmp_path / "agree.json")).result, AgreeResult)
 
 
+def _comparison(tmp_path: Path) -> Path:
+    """What `rigbook compare --json` prints, saved to a file."""
+    out = runner.invoke(app, ["compare", SEED_TP2, SEED_TP4, "--json"])
+    assert out.exit_code == 0, out.output
+    return _write(tmp_path / "comparison.json", out.output)
+
+
+def test_a_comparison_and_a_reproduction_load_as_theirs_read_once(
+    tmp_path: Path, opened: Counter[Path]
+) -> None:
+    comparison, reproduction = _comparison(tmp_path), folder(tmp_path)
+    opened.clear()
+    loaded, rep = load_result(comparison), load_result(reproduction)
+    assert opened[comparison.resolve()] == 1 and opened[reproduction.resolve()] == 1
+    assert isinstance(loaded.result, Comparison) and loaded.result.pairs
+    assert isinstance(rep.result, Reproduction) and rep.path == reproduction
+    # the model holds the document as written: dumped again, it is the same JSON
+    assert loaded.result.model_dump(mode="json") == json.loads(comparison.read_text())
+    assert rep.result.model_dump(mode="json") == json.loads(reproduction.read_text())
+
+
+def test_report_and_compare_refuse_what_is_no_measurement(tmp_path: Path) -> None:
+    comparison, reproduction = _comparison(tmp_path), folder(tmp_path)
+    out = runner.invoke(app, ["report", str(comparison), "--json"])
+    error = json.loads(out.output)["error"]
+    assert error["code"] == "E_RESULT_INVALID" and "is a comparison" in error["message"]
+    out = runner.invoke(app, ["report", str(reproduction), "--json"])
+    assert "is a reproduction" in json.loads(out.output)["error"]["message"]
+    with pytest.raises(InputError) as caught:
+        load_source(str(comparison))
+    assert caught.value.code == "E_RESULT_INVALID" and "is a comparison" in caught.value.message
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
@@ -73,8 +110,8 @@ def _edited(tmp_path: Path) -> Path:
             lambda d: _write(d / "other.json", '{"kind": "rigbook.other"}'),
             "of kind 'rigbook.other'",
         ),
-        (lambda d: _write(d / "rep.json", '{"kind": "rigbook.reproduction"}'), "a reproduction"),
-        (lambda d: _write(d / "cmp.json", '{"kind": "rigbook.compare"}'), "a comparison"),
+        (lambda d: _write(d / "rep.json", '{"kind": "rigbook.reproduction"}'), "problems"),
+        (lambda d: _write(d / "cmp.json", '{"kind": "rigbook.compare"}'), "problems"),
         (lambda d: _write(d / "bad.json", '{"kind": "rigbook.bench.result"}'), "problems"),
         (_edited, "content_hash does not match"),
     ],
@@ -182,8 +219,11 @@ def test_publish_opens_a_reproduction_and_its_result_once(
     assert opened[(document.parent / "result.json").resolve()] == 1
 
 
-def test_publish_refuses_a_quality_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("make", [lambda d: _agree(d / "agree.json"), _comparison])
+def test_publish_refuses_a_quality_result_and_a_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], Path]
+) -> None:
     monkeypatch.setattr(publish, "HubClient", _Hub)
     with pytest.raises(InputError, match="a hub does not take") as caught:
-        publish_file(_agree(tmp_path / "agree.json"), "http://hub", None, signing=False)
+        publish_file(make(tmp_path), "http://hub", None, signing=False)
     assert caught.value.code == "E_INPUT"

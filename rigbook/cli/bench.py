@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.capacity.chart import write_capacity_report
             from rigbook.capacity.result import CapacityResult
             from rigbook.quality.report import write_quality_report
-            from rigbook.results import load_result
+            from rigbook.results import load_result, measured
 
             if fmt not in ("md", "html"):
                 raise InputError("E_INPUT", f"--format {fmt!r} is not md or html")
@@ -191,7 +191,7 @@ def register(app: typer.Typer) -> None:
                 )
                 save_result(res, rebuilt)
                 written = write_report(res, target, fmt)
-            elif isinstance(loaded := load_result(result).result, BenchResult):
+            elif isinstance(loaded := measured(load_result(result)), BenchResult):
                 written = write_report(loaded, target, fmt)
             elif isinstance(loaded, CapacityResult):
                 # the capacity curve with its SLO lines, and the probes' bench report

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import typer
 
 from rigbook.cli.output import JsonOption, console, emit, err_console, handled
-from rigbook.result_file import ResultFile
+
+if TYPE_CHECKING:  # the models load with the command, not with the CLI
+    from pathlib import Path
+
+    from rigbook.reproduction import Reproduction
 
 hub_app = typer.Typer(help="Run a recipe hub: API, pages and leaderboard.", no_args_is_help=True)
 token_app = typer.Typer(help="API tokens for writes to the hub.", no_args_is_help=True)
@@ -197,15 +202,19 @@ def publish(
     """Publish a recipe (a new revision), a bench result (measured points) or a capacity result
     (its users_at_slo point) to a hub; a result is signed when you have a key."""
     with handled(as_json):
-        from rigbook.hub.publish import publish_document
+        from rigbook.hub.publish import publish_document, publish_loaded
+        from rigbook.reproduction import Reproduction
         from rigbook.result_file import read_file
-        from rigbook.results import REPRODUCTION_KIND
+        from rigbook.results import is_result, validate
 
         document = read_file(file)
-        if document.kind == REPRODUCTION_KIND:
-            _publish_reproduction(document, hub, token, sign, as_json)
+        if not is_result(document):  # a recipe
+            done = publish_document(document, hub, token, recipe=recipe, signing=sign)
+        elif isinstance((loaded := validate(document)).result, Reproduction):
+            _publish_reproduction(loaded.result, loaded.path.parent, hub, token, sign, as_json)
             return
-        done = publish_document(document, hub, token, recipe=recipe, signing=sign)
+        else:
+            done = publish_loaded(loaded, hub, token, recipe=recipe, signing=sign)
 
         def show() -> None:
             what = {
@@ -226,12 +235,12 @@ def publish(
 
 
 def _publish_reproduction(
-    document: ResultFile, hub: str, token: str | None, sign: bool, as_json: bool
+    rep: Reproduction, folder: Path, hub: str, token: str | None, sign: bool, as_json: bool
 ):
     """The folder `rigbook reproduce` left: its result, then its verdict (rigbook.reproduce.publish)."""
-    from rigbook.reproduce.publish import publish_reproduction_document
+    from rigbook.reproduce.publish import publish_reproduction
 
-    done = publish_reproduction_document(document, hub, token, signing=sign)
+    done = publish_reproduction(rep, hub, token, folder=folder, signing=sign)
     signed = f", signed by {done.signed_by}" if done.signed_by else ""
     again = " (already published: nothing added)" if done.duplicate else ""
     emit(

@@ -8,6 +8,6 @@ the ratio means anything and why not. ``docs/compare.md`` states every rule.
 """
 
 from rigbook.compare.build import compare_refs, compare_sources
-from rigbook.compare.model import Comparison
+from rigbook.comparison import Comparison
 
 __all__ = ["Comparison", "compare_refs", "compare_sources"]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 from rigbook.bench.speculation import declared
-from rigbook.compare.model import AcceptanceGap, Aspect, ComparedPoint, Reason, Severity
 from rigbook.compare.rules import CAVEAT, NC
+from rigbook.comparison import AcceptanceGap, Aspect, ComparedPoint, Reason, Severity
 
 # Two mean acceptance lengths within this fraction of each other are alike: a cell's own length
 # moves by a few percent between runs of the same prompts (the engines sample the verification).

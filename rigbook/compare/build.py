@@ -15,7 +15,6 @@ from pathlib import PurePath
 from rigbook.capacity.slo import canonical_slo
 from rigbook.compare import acceptance
 from rigbook.compare.derived import derive
-from rigbook.compare.model import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.compare.quality import quality_pairs
 from rigbook.compare.rules import (
     CONTEXT_TOLERANCE,
@@ -26,6 +25,7 @@ from rigbook.compare.rules import (
 )
 from rigbook.compare.sources import load_source, require_points
 from rigbook.compare.verdict import aspect_verdicts, summarise
+from rigbook.comparison import ComparedPoint, Comparison, PairComparison, PointPair, Side, Source
 from rigbook.errors import InputError
 
 

@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 from rigbook.compare.hardware import bandwidth_gb_s
-from rigbook.compare.model import ComparedPoint, Derived, Roofline
 from rigbook.compare.weights import model_facts, quant_format
+from rigbook.comparison import ComparedPoint, Derived, Roofline
 
 NO_SPECULATION = {"none", "off", "no"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rigbook.compare.model import AspectVerdict, PairComparison, PointPair, Side, Source
+from rigbook.comparison import AspectVerdict, PairComparison, PointPair, Side, Source
 
 MARKS = {"not_comparable": "✗", "caveat": "!", "unknown": "?"}
 

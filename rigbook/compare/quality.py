@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from rigbook.compare.model import QualityPair, QualityPoint, Reason, Source
+from rigbook.comparison import QualityPair, QualityPoint, Reason, Source
 from rigbook.quality.claims import label, score
 from rigbook.quality.present import claim_line, paired_stats
 from rigbook.recipe.schema import QualityMeasure

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rigbook.compare.model import Comparison
 from rigbook.compare.present import (
     columns,
     figure_line,
@@ -12,6 +11,7 @@ from rigbook.compare.present import (
     source_line,
 )
 from rigbook.compare.quality import quality_section
+from rigbook.comparison import Comparison
 
 
 def render_md(comparison: Comparison) -> str:

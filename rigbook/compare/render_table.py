@@ -6,7 +6,6 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from rigbook.compare.model import Comparison
 from rigbook.compare.present import (
     ceiling_line,
     columns,
@@ -17,6 +16,7 @@ from rigbook.compare.present import (
     source_line,
 )
 from rigbook.compare.quality import quality_section
+from rigbook.comparison import Comparison
 
 COLOURS = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}
 

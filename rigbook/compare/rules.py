@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from rigbook.compare.model import Aspect, ComparedPoint, Severity
+from rigbook.comparison import Aspect, ComparedPoint, Severity
 from rigbook.rig.cards import parse_card, primary_variant, variant_label
 
 NC: Severity = "not_comparable"

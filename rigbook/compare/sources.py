@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 from rigbook.bench.result import BenchResult
 from rigbook.bench.workloads.model import workload_of
 from rigbook.capacity.result import CapacityResult
-from rigbook.compare.model import ComparedConditions, ComparedPoint, QualityPoint, Source
+from rigbook.comparison import ComparedConditions, ComparedPoint, QualityPoint, Source
 from rigbook.errors import InputError, RigbookError
 from rigbook.quality import result as quality_result
 from rigbook.quality.claims import needle_claim, recipe_quality
@@ -26,7 +26,7 @@ from rigbook.recipe.resolve import resolve_recipe
 from rigbook.recipe.schema import PerfPoint, Recipe, Sampling
 from rigbook.recipe.speculator import speculator
 from rigbook.result_file import read_file
-from rigbook.results import AnyResult, is_result, validate
+from rigbook.results import Measured, is_result, measured, validate
 
 CPU = "CPU"
 # `rigbook bench` starts every perf point's notes so ("rigbook burst, profile seed v1, …"); a recipe
@@ -246,7 +246,7 @@ def source_from_capacity(ref: str, result: CapacityResult) -> Source:
     )
 
 
-def source_from_loaded(ref: str, result: AnyResult) -> Source:
+def source_from_loaded(ref: str, result: Measured) -> Source:
     """The source a loaded result file gives, by its kind."""
     if isinstance(result, BenchResult):
         return source_from_result(ref, result)
@@ -272,8 +272,8 @@ def _source_from_file(ref: str, path: Path) -> Source:
         file = read_file(path)
     except RigbookError as exc:
         raise _neither(ref, exc) from None
-    if is_result(file):
-        return source_from_loaded(ref, validate(file).result)
+    if is_result(file):  # a comparison or a reproduction is refused, named
+        return source_from_loaded(ref, measured(validate(file)))
     try:
         recipe = parse_recipe(file.data, ref)
     except RigbookError as exc:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from statistics import geometric_mean
 
-from rigbook.compare.model import ASPECT_TITLES, Aspect, AspectVerdict, Reason, VerdictWord
 from rigbook.compare.rules import CAVEAT, NC, RULES_BY_NAME, Outcome
+from rigbook.comparison import ASPECT_TITLES, Aspect, AspectVerdict, Reason, VerdictWord
 
 ASPECTS: tuple[Aspect, ...] = ("throughput", "power_efficiency", "scaling")
 

@@ -17,8 +17,8 @@ from typing import Any, cast
 
 from rigbook.bench.result import BenchResult, hash_matches, verify_hash
 from rigbook.compare.derived import roofline
-from rigbook.compare.model import ComparedPoint
 from rigbook.compare.weights import model_facts
+from rigbook.comparison import ComparedPoint
 from rigbook.hub.bounds import (
     condition_problems,
     energy_problems,

@@ -1,6 +1,6 @@
 """`rigbook publish`: send a recipe, a bench result or a capacity result to a hub, telling which it
-is by its ``kind`` (a file read once, :mod:`rigbook.results`); `rigbook publish` sends a
-reproduction with :mod:`rigbook.reproduce.publish`."""
+is by its ``kind`` (a file read once and loaded by :mod:`rigbook.results`); `rigbook publish`
+sends a reproduction, loaded the same way, with :mod:`rigbook.reproduce.publish`."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from pydantic import BaseModel
 
 from rigbook.bench.result import BenchResult
 from rigbook.capacity.result import CapacityResult
+from rigbook.comparison import Comparison
 from rigbook.errors import InputError
 from rigbook.hub.client import HubClient
 from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.recipe.load import dump_recipe, parse_recipe
+from rigbook.reproduction import Reproduction
 from rigbook.result_file import ResultFile, read_file
-from rigbook.results import OTHER_KINDS, REPRODUCTION_KIND, is_result, validate
+from rigbook.results import LoadedResult, is_result, validate
 
 FileKind = Literal["recipe", "result", "capacity", "reproduction"]
 
@@ -78,33 +80,48 @@ def publish_document(
     A result is checked (a malformed or edited file fails before anything is sent), then sent as
     the bytes written: a copy re-serialised by this version would carry fields the file does not
     (set to their defaults) and no longer match an older file's hash."""
+    if is_result(file):
+        return publish_loaded(validate(file), hub, token, recipe=recipe, signing=signing)
     client = HubClient(hub, token)
-    if file.kind == REPRODUCTION_KIND:  # its folder's result, then its verdict
+    record = client.publish_recipe(dump_recipe(parse_recipe(file.data, str(file.path))))
+    return Published(
+        kind="recipe",
+        slug=record["slug"],
+        revision=record["revision"]["no"],
+        url=f"{client.base_url}/r/{record['slug']}",
+    )
+
+
+def publish_loaded(
+    loaded: LoadedResult,
+    hub: str,
+    token: str | None,
+    *,
+    recipe: str | None = None,
+    signing: bool = True,
+) -> Published:
+    """Publish a bench or capacity result (:func:`publish_document`); any other document the one
+    loader reads is refused before anything is sent."""
+    result, file = loaded.result, loaded.file
+    client = HubClient(hub, token)
+    if isinstance(result, Reproduction):  # its folder's result, then its verdict
         raise InputError(
             "E_INPUT",
             f"{file.path} is a reproduction, which publish_document does not send",
             "Send it with rigbook.reproduce.publish.publish_reproduction_file "
             "(`rigbook publish` does).",
         )
-    if not is_result(file) and file.kind not in OTHER_KINDS:
-        record = client.publish_recipe(dump_recipe(parse_recipe(file.data, str(file.path))))
-        return Published(
-            kind="recipe",
-            slug=record["slug"],
-            revision=record["revision"]["no"],
-            url=f"{client.base_url}/r/{record['slug']}",
-        )
-    loaded = validate(file).result
-    if isinstance(loaded, CapacityResult):
+    if isinstance(result, CapacityResult):
         kind: FileKind = "capacity"
-        slug = result_slug(loaded.bench, recipe)
+        slug = result_slug(result.bench, recipe)
         send = client.publish_capacity
-    elif isinstance(loaded, BenchResult):
-        kind, slug, send = "result", result_slug(loaded, recipe), client.publish_result
+    elif isinstance(result, BenchResult):
+        kind, slug, send = "result", result_slug(result, recipe), client.publish_result
     else:
+        what = "a comparison" if isinstance(result, Comparison) else "a needle or agree result"
         raise InputError(
             "E_INPUT",
-            f"{file.path} is a needle or agree result, which a hub does not take",
+            f"{file.path} is {what}, which a hub does not take",
             "Publish a recipe, a bench or capacity result, or a reproduction.json.",
         )
     private = load_key() if signing else None

@@ -26,7 +26,7 @@ from rigbook.hub.schemas import ReproductionAccepted
 from rigbook.hub.verify import check_signature
 from rigbook.recipe.load import parse_recipe
 from rigbook.reproduce.document import ReproductionDocument, document_hash, recompute
-from rigbook.reproduce.verdict import VerdictRow
+from rigbook.reproduction import VerdictRow
 
 RECORD_KEY = "reproductions"
 

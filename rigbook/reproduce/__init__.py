@@ -1,8 +1,9 @@
 """`rigbook reproduce`: from a published recipe to what this rig does against its claims."""
 
 from rigbook.reproduce.claims import ClaimPlan, plan_claims
-from rigbook.reproduce.run import ReproduceRequest, Reproduction, reproduce
-from rigbook.reproduce.verdict import VerdictRow, verdict_rows
+from rigbook.reproduce.run import ReproduceRequest, reproduce
+from rigbook.reproduce.verdict import verdict_rows
+from rigbook.reproduction import Reproduction, VerdictRow
 
 __all__ = [
     "ClaimPlan",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from rigbook.bench.profiles import Profile, get_profile
-from rigbook.compare.model import ComparedPoint, Source
 from rigbook.compare.sources import source_from_recipe
+from rigbook.comparison import ComparedPoint, Source
 from rigbook.recipe.schema import Recipe, Sampling
 
 DEFAULT_PROFILE = "seed"

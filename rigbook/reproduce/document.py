@@ -22,7 +22,8 @@ from rigbook.errors import InputError
 from rigbook.hashing import content_hash
 from rigbook.recipe.schema import Recipe
 from rigbook.reproduce.claims import plan_claims
-from rigbook.reproduce.verdict import Verdict, VerdictRow, overall, verdict_rows
+from rigbook.reproduce.verdict import overall, verdict_rows
+from rigbook.reproduction import Verdict, VerdictRow
 
 MAX_ROWS = 64
 MAX_TEXT = 2000

@@ -10,16 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from rigbook.bench.result import bench_from
 from rigbook.errors import InputError, RigbookError
 from rigbook.hub.client import HubClient
 from rigbook.hub.signing import load_key, public_key_of, sign
 from rigbook.reproduce.document import build_document
-from rigbook.reproduce.run import Reproduction
-from rigbook.reproduce.verdict import Verdict
-from rigbook.result_file import ResultFile, read_file
+from rigbook.reproduction import Reproduction, Verdict
+from rigbook.result_file import read_file
+from rigbook.results import load_result
 
 FILE_NAME = "reproduction.json"
 
@@ -38,20 +38,6 @@ class ReproductionPublished(BaseModel):
     signed_by: str | None = None
     url: str = Field(description="The recipe's page.")
     json_url: str = Field(description="The recipe's JSON, its reproductions included.")
-
-
-def load_reproduction(file: ResultFile) -> Reproduction:
-    """The ``reproduction.json`` that `rigbook reproduce` wrote; E_INPUT when ``file`` is not one."""
-    try:
-        return Reproduction.model_validate(file.data)
-    except ValidationError as exc:
-        raise InputError(
-            "E_INPUT",
-            f"{file.path} is not a reproduction rigbook can publish: {exc.error_count()} "
-            f"problem(s), first {'.'.join(str(p) for p in exc.errors()[0]['loc'])}: "
-            f"{exc.errors()[0]['msg']}",
-            "Publish the reproduction.json that `rigbook reproduce` wrote, unchanged.",
-        ) from None
 
 
 def _result_path(rep: Reproduction, where: Path) -> Path:
@@ -143,14 +129,15 @@ def publish_reproduction(
 def publish_reproduction_file(
     path: Path, hub: str, token: str | None, *, signing: bool = True
 ) -> ReproductionPublished:
-    """Publish the reproduction folder whose ``reproduction.json`` is at ``path``."""
-    return publish_reproduction_document(read_file(path), hub, token, signing=signing)
-
-
-def publish_reproduction_document(
-    file: ResultFile, hub: str, token: str | None, *, signing: bool = True
-) -> ReproductionPublished:
-    """Publish the reproduction folder whose ``reproduction.json`` was read into ``file``."""
+    """Publish the reproduction folder whose ``reproduction.json`` is at ``path`` (read once,
+    by the one loader)."""
+    loaded = load_result(path)
+    if not isinstance(loaded.result, Reproduction):
+        raise InputError(
+            "E_INPUT",
+            f"{loaded.path} is no reproduction",
+            "Publish the reproduction.json that `rigbook reproduce` wrote, unchanged.",
+        )
     return publish_reproduction(
-        load_reproduction(file), hub, token, folder=file.path.parent, signing=signing
+        loaded.result, hub, token, folder=loaded.path.parent, signing=signing
     )

@@ -7,8 +7,8 @@ from rich.table import Table
 
 from rigbook.bench.repeats import interval_lines
 from rigbook.bench.result import load_result
-from rigbook.reproduce.run import Reproduction
-from rigbook.reproduce.verdict import RATE_NAMES, VerdictRow
+from rigbook.reproduce.verdict import RATE_NAMES
+from rigbook.reproduction import Reproduction, VerdictRow
 
 CALL_STYLE = {
     "real difference": "bold yellow",

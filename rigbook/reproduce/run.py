@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +30,8 @@ from rigbook.launch.run import UpResult
 from rigbook.recipe.hash import recipe_hash
 from rigbook.recipe.schema import Recipe
 from rigbook.reproduce.claims import ClaimPlan, plan_claims
-from rigbook.reproduce.verdict import Verdict, VerdictRow, contrast, overall, verdict_rows
+from rigbook.reproduce.verdict import contrast, overall, verdict_rows
+from rigbook.reproduction import Reproduction
 
 # Seconds one level's repeats may take before the cap ends them (its interval is reported either way).
 DEFAULT_MAX_LEVEL_S = 300.0
@@ -80,43 +80,6 @@ class ReproduceRequest(BaseModel):
     allow: list[str] = Field(default_factory=list)
     timeout: float = DEFAULT_READY_TIMEOUT
     unattended: bool = Field(default=False, description="`--yes`: nothing is asked.")
-
-
-class Reproduction(BaseModel):
-    """What a reproduction found, and where it left its files."""
-
-    kind: Literal["rigbook.reproduction"] = "rigbook.reproduction"
-    recipe: str
-    recipe_revision: int | None = None
-    recipe_hash: str | None = Field(
-        default=None, description="Content hash of the recipe whose claims were compared."
-    )
-    folder: str
-    url: str
-    model: str | None = None
-    launch: str | None = Field(default=None, description="The launch this run started and stopped.")
-    profile: str
-    levels: list[int]
-    max_tokens: int
-    ci_target_pct: float
-    assumed: list[str]
-    rows: list[VerdictRow]
-    verdict: Verdict = Field(
-        default="inconclusive", description="The claims in one word (rigbook.reproduce.verdict)."
-    )
-    contrast: str | None = Field(
-        default=None, description="One request alone against the most at once."
-    )
-    result: str = Field(description="The bench result file.")
-    comparison: str | None = Field(
-        default=None, description="The comparison with the claims, if any."
-    )
-    report: str = Field(description="The bench report (Markdown, with plots beside it).")
-    cut_short: bool = False
-    verdict_error: dict | None = Field(
-        default=None,
-        description="Why the bench does not count (failed requests), when it does not.",
-    )
 
 
 @contextlib.contextmanager

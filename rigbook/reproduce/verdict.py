@@ -9,52 +9,18 @@ power per card, card variant, engine …) are listed beside it, with what `compa
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field
-
 from rigbook.bench.intervals import Interval
 from rigbook.bench.result import BenchResult, LevelInterval
 from rigbook.compare.build import compare_pair
-from rigbook.compare.model import PairComparison, PointPair, Source
 from rigbook.compare.rules import RULES_BY_NAME
-
-Call = Literal[
-    "real difference", "within spread", "no interval", "not comparable", "not measured", "no claim"
-]
-
-Verdict = Literal["holds", "does not hold", "inconclusive"]
+from rigbook.comparison import PairComparison, PointPair, Source
+from rigbook.reproduction import Call, Verdict, VerdictRow
 
 RATE_NAMES = {
     "per_request_decode": "each",
     "aggregate_with_ttft": "all",
     "aggregate_decode": "all, no TTFT",
 }
-
-
-class VerdictRow(BaseModel):
-    """One claim (or, with no claim, one measured level) and what the rig did against it."""
-
-    concurrency: int
-    rate: str | None = Field(default=None, description="The rate definition compared.")
-    claim_tok_s: float | None = None
-    measured_tok_s: float | None = None
-    interval: Interval | None = Field(
-        default=None, description="The measured rate's 95 % interval."
-    )
-    ratio_pct: float | None = Field(
-        default=None, description="Measured as a percentage of the claim."
-    )
-    call: Call
-    differs: list[str] = Field(
-        default_factory=list, description="Conditions that differ between the claim and this run."
-    )
-    differing: list[str] = Field(
-        default_factory=list, description="The names of those conditions, for a table cell."
-    )
-    not_comparable: list[str] = Field(
-        default_factory=list, description="Why the ratio does not count, where it does not."
-    )
 
 
 def _interval_for(

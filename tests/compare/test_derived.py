@@ -100,8 +100,8 @@ def test_single_request_share_of_the_ceiling_is_stated_in_md_and_json():
     """An F16 8B-class model on one H200 at concurrency 1: 4.8 TB/s over the weights a step reads
     (7,180,914,688 x 2 B = 14.36 GB) is a ceiling of about 334 tok/s; 250 tok/s is 74.8 % of it."""
     from rigbook.compare.build import compare_sources
-    from rigbook.compare.model import ComparedConditions, ComparedPoint, Source
     from rigbook.compare.render_md import render_md
+    from rigbook.comparison import ComparedConditions, ComparedPoint, Source
 
     def source(name: str, rate: float) -> Source:
         cond = ComparedConditions(

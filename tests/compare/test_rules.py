@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rigbook.compare.model import ComparedConditions, ComparedPoint
 from rigbook.compare.rules import RULES, judge
 from rigbook.compare.verdict import aspect_verdicts
+from rigbook.comparison import ComparedConditions, ComparedPoint
 from rigbook.recipe.schema import Sampling
 
 FULL = dict(
@@ -234,7 +234,7 @@ def test_a_per_request_claim_is_matched_with_the_per_request_median_of_a_rigbook
     claim of a per-request decode rate, the median is compared, with the same definition on both
     sides; against an aggregate claim or one that does not say, the aggregate stays."""
     from rigbook.compare.build import pair_points
-    from rigbook.compare.model import Source
+    from rigbook.comparison import Source
 
     ours = point().model_copy(
         update={"decode_tok_s": 232.7, "per_request_decode_tok_s_median": 238.0}

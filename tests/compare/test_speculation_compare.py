@@ -13,7 +13,7 @@ from rigbook.bench.result import BenchResult, Speculation, save_result
 from rigbook.cli.app import app
 from rigbook.compare import compare_refs
 from rigbook.compare.build import pair_points
-from rigbook.compare.model import ComparedConditions, ComparedPoint, PointPair, Source
+from rigbook.comparison import ComparedConditions, ComparedPoint, PointPair, Source
 from rigbook.recipe import dump_recipe
 from rigbook.recipe.resolve import resolve_recipe
 from tests.compare.bench_results import make_result

@@ -11,8 +11,8 @@ import pytest
 from rigbook.bench.intervals import Interval
 from rigbook.recipe import EMBEDDED_SLUG
 from rigbook.reproduce.publish import publish_reproduction
-from rigbook.reproduce.run import Reproduction
-from rigbook.reproduce.verdict import VerdictRow, overall
+from rigbook.reproduce.verdict import overall
+from rigbook.reproduction import Reproduction, VerdictRow
 from tests.conftest import free_port
 from tests.hub.helpers import SMALL_SLUG, make_result
 from tests.launch.helpers import rigbook

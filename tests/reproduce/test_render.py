@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from rigbook.reproduce.render import verdict_table
-from rigbook.reproduce.run import Reproduction
+from rigbook.reproduction import Reproduction
 
 # A real reproduction: the committed H200 claims measured on an H100 (the card differs).
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reproduce" / "h100-against-h200-claims.json"

@@ -1,4 +1,5 @@
-"""The documents `rigbook compare` produces: sources, reasons, verdicts, derived figures, the comparison."""
+"""The comparison document `rigbook compare` writes (kind ``rigbook.compare``): sources, reasons,
+verdicts, derived figures. Models only, so the one loader (:mod:`rigbook.results`) can name it."""
 
 from __future__ import annotations
 
