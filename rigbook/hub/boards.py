@@ -16,9 +16,12 @@ from collections import OrderedDict
 from pydantic import BaseModel
 from sqlalchemy.orm import Session, sessionmaker
 
+from rigbook.errors import EnvironmentProblem
 from rigbook.hub.leaderboard import BoardFilters, BoardItem, board_ids, board_items, board_version
 
 DEFAULT_BOARDS = 32
+# How often a page reads its board again when a write replaced rows in between.
+READS = 3
 
 
 class BoardSlice(BaseModel):
@@ -49,11 +52,24 @@ class RankedBoards:
         with self.sessions() as session:
             if ids is not None and board_version(session) != version:
                 ids = None  # written since: the ids held may name rows the write replaced
-            if ids is None:
-                version = board_version(session)
-                ids = board_ids(session, filters)
-                self._keep(version, key, ids)
-            items = board_items(session, ids[offset : offset + limit])
+            for _ in range(READS):
+                if ids is None:
+                    version = board_version(session)
+                    ids = board_ids(session, filters)
+                    self._keep(version, key, ids)
+                wanted = ids[offset : offset + limit]
+                items = board_items(session, wanted)
+                if len(items) == len(wanted):
+                    break
+                # A write replaced rows between reading the ids and the rows (each read is its
+                # own snapshot): read the board again rather than answer a short page.
+                ids = None
+            else:
+                raise EnvironmentProblem(
+                    "E_DB",
+                    "the board changed under every read of it: writes are landing faster than it reads",
+                    "Retry in a moment.",
+                )
         return BoardSlice(version=version, total=len(ids), items=items)
 
     def _keep(self, version: int, key: str, ids: list[int]) -> None:

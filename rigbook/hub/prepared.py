@@ -38,10 +38,12 @@ STALE_BATCH = 200
 
 
 def _made_by() -> str:
+    # A page's bytes depend on code outside the hub too (claims, SLOs, curves, the result and
+    # recipe models), and a source install keeps one version across commits: hash all of rigbook.
     digest = hashlib.sha256(__version__.encode())
-    root = Path(__file__).parent
-    for path in sorted([*root.glob("*.py"), *root.glob("templates/*")]):
-        digest.update(path.name.encode() + path.read_bytes())
+    package = Path(__file__).parent.parent
+    for path in sorted([*package.rglob("*.py"), *package.glob("hub/templates/*")]):
+        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
     return digest.hexdigest()[:32]
 
 

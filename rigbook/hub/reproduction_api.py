@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from rigbook.bench.result import BenchResult
+from rigbook.bench.result import BENCH_KIND, BenchResult
 from rigbook.hub.api import (
     CACHE_CONTROL,
     READ_STATUSES,
@@ -95,8 +96,26 @@ def get_result(
     with sessions() as session:
         found = stored_result(session, slug, content_hash)
     if found is not None and shape == "llm-d":
-        found = llmd_json(BenchResult.model_validate_json(found)).decode()
+        found = llmd_json(_stored_bench(found, content_hash)).decode()
     return _stored(found, f"result {content_hash!r} of recipe {slug!r}")
+
+
+def _stored_bench(body: str, content_hash: str) -> BenchResult:
+    """A stored result as a bench result, for the llm-d export: a capacity result, or a body an
+    older rigbook stored that this one no longer reads, is refused by name, never a 500."""
+    try:
+        kind = json.loads(body).get("kind")
+        if kind != BENCH_KIND:
+            raise ValueError(f"it is a {kind!r} result")
+        return BenchResult.model_validate_json(body)
+    except (ValueError, AttributeError) as exc:  # pydantic's ValidationError is a ValueError
+        reason = str(exc).splitlines()[0]
+        raise ApiError(
+            422,
+            "E_INPUT",
+            f"result {content_hash!r} has no llm-d form: {reason}",
+            remedy="Ask for format=rigbook: the llm-d export takes bench results only.",
+        ) from None
 
 
 @router.get(

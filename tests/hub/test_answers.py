@@ -196,3 +196,29 @@ def test_a_slug_the_hub_cannot_hold_is_not_looked_up(hub):
     """No prepared read for it (PostgreSQL refuses a NUL in a parameter: that was a 503)."""
     for path in ("/r/a%00b", "/api/v1/recipes/a%00b.json", "/r/UPPER", "/r/a%2Fb"):
         assert hub.client.get(path).status_code == 404, path
+
+
+def test_a_board_whose_rows_a_write_replaced_mid_read_is_read_again_not_cut_short(
+    hub, monkeypatch
+):
+    """The ids and their rows are two reads; a write between them drops rows the ids name. The page
+    reads the board again and answers it whole, not short with a total that counts the lost rows."""
+    whole = hub.client.get("/api/v1/leaderboard.json", params={"limit": 500}).json()
+    real, calls = rigbook.hub.boards.board_items, []
+
+    def replaced_once(session, ids):
+        calls.append(list(ids))
+        items = real(session, ids)
+        return items[1:] if len(calls) == 1 else items
+
+    monkeypatch.setattr(rigbook.hub.boards, "board_items", replaced_once)
+    again = hub.client.get("/api/v1/leaderboard.json", params={"limit": 500, "offset": 0})
+    assert again.status_code == 200 and len(calls) == 2
+    assert again.json()["items"] == whole["items"] and again.json()["total"] == whole["total"]
+
+
+def test_a_board_that_moves_under_every_read_is_a_retryable_503(hub, monkeypatch):
+    real = rigbook.hub.boards.board_items
+    monkeypatch.setattr(rigbook.hub.boards, "board_items", lambda s, ids: real(s, ids)[1:])
+    moving = hub.client.get("/api/v1/leaderboard.json", params={"limit": 7, "offset": 1})
+    assert moving.status_code == 503 and moving.json()["error"]["code"] == "E_DB", moving.text

@@ -171,3 +171,23 @@ def test_several_gpus_are_a_generic_component_and_a_rigless_result_has_no_stack(
     (report,) = llmd_reports(rigless)
     assert report.scenario is not None and report.scenario.stack is None
     assert report.scenario.load is not None
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        '{"kind": "rigbook.capacity", "schema_version": 1}',  # a capacity result shares the table
+        '{"kind": "rigbook.bench", "cells": "not cells"}',  # a body this rigbook no longer reads
+        "[1, 2]",
+    ],
+)
+def test_a_stored_result_with_no_llmd_form_is_refused_by_name_not_a_500(hub, monkeypatch, stored):
+    import rigbook.hub.reproduction_api
+
+    monkeypatch.setattr(rigbook.hub.reproduction_api, "stored_result", lambda s, slug, h: stored)
+    url = f"/api/v1/recipes/{SMALL_SLUG}/results/sha256:{'1' * 64}.json"
+    answer = hub.client.get(url, params={"format": "llm-d"})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "E_INPUT" and "format=rigbook" in error["remedy"]
+    assert hub.client.get(url).text == stored  # rigbook's own form is served as stored
