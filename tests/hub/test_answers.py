@@ -198,9 +198,7 @@ def test_a_slug_the_hub_cannot_hold_is_not_looked_up(hub):
         assert hub.client.get(path).status_code == 404, path
 
 
-def test_a_board_whose_rows_a_write_replaced_mid_read_is_read_again_not_cut_short(
-    hub, monkeypatch
-):
+def test_a_board_whose_rows_a_write_replaced_mid_read_is_read_again_not_cut_short(hub, monkeypatch):
     """The ids and their rows are two reads; a write between them drops rows the ids name. The page
     reads the board again and answers it whole, not short with a total that counts the lost rows."""
     whole = hub.client.get("/api/v1/leaderboard.json", params={"limit": 500}).json()
