@@ -92,11 +92,14 @@ def sample_paths(recipes: int, count: int) -> dict[str, list[str]]:
 
 
 async def warm(url: str, paths: list[str]) -> dict[str, tuple[str, bytes]]:
-    """Read every path over each of several connections; the hub's answers (content type, body)."""
+    """Read every path several times, each read on a fresh connection; the hub's answers (content
+    type, body). Fresh connections, because a kept one stays with the worker that accepted it: a
+    few connections opened at once may all land on one worker and leave the other cold."""
     answers: dict[str, tuple[str, bytes]] = {}
+    fresh = httpx.Limits(max_keepalive_connections=0)
 
     async def one(order: list[str]) -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        async with httpx.AsyncClient(base_url=url, timeout=120, limits=fresh) as client:
             for path in order:
                 got = await client.get(path)
                 if got.status_code != 200:
