@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from rigbook.bench.request import MeasureRequest
 from rigbook.bench.result import BenchResult
+from rigbook.bench.workers import Ceiling, ceiling
 from rigbook.errors import RigbookError
 
 # progress(event, data): "cell" {index, concurrency, total}, "request" {record}, "cell_done" {cell}
@@ -53,6 +54,9 @@ class Measurement(BaseModel):
         default=False,
         description="The stop event ended the run early: the result holds what was measured "
         "(W_CUT_SHORT) and is not whole; the command line exits 128 + the signal.",
+    )
+    client_ceiling: Ceiling | None = Field(
+        default=None, description="The client's ceiling from the result's cells (None: no token)."
     )
 
 
@@ -144,6 +148,7 @@ async def measure_async(
         journal_path=journal_path(target),
         verdict=verdict_of(result, target),
         cut_short=result.conditions.cut_short,
+        client_ceiling=ceiling(result.cells),
     )
 
 

@@ -17,7 +17,7 @@ from rigbook.bench.client import Target
 from rigbook.bench.clients import resolve
 from rigbook.bench.profiles import Profile, get_profile
 from rigbook.bench.repeats import DEFAULT_MAX_REPEATS, DEFAULT_TARGET_PCT, RepeatPolicy
-from rigbook.bench.request import MeasureRequest
+from rigbook.bench.request import MeasureRequest, check_levels
 from rigbook.bench.result import ProfileRef
 from rigbook.bench.workers import cell_workers
 from rigbook.bench.workloads.model import Workload, WorkloadRef
@@ -79,42 +79,6 @@ class RunPlan(BaseModel):
     repeat: RepeatPolicy | None = Field(description="Repeat each level's cell; None: run it once.")
     recipe: RecipeFacts
     out: Path
-
-
-def _not_levels(what: str) -> InputError:
-    return InputError(
-        "E_INPUT",
-        f"{what} is not a list of positive integers",
-        "Write e.g. --concurrency 1,4,8.",
-    )
-
-
-def parse_levels(text: str | None) -> list[int] | None:
-    """``--concurrency 1,4,8`` as levels, or ``E_INPUT``."""
-    if text is None:
-        return None
-    try:
-        levels = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise _not_levels(f"--concurrency {text!r}") from None
-    return check_levels(levels)
-
-
-def check_levels(levels: list[int]) -> list[int]:
-    """The levels, or ``E_INPUT`` for an empty list, a level below 1 or above the cap."""
-    from rigbook.bench.scheduler import MAX_CONCURRENCY
-
-    if not levels or any(c < 1 for c in levels):
-        raise _not_levels(f"concurrency {levels!r}")
-    if max(levels) > MAX_CONCURRENCY:
-        raise InputError(
-            "E_INPUT",
-            f"concurrency {max(levels)} is more streams than a bench holds "
-            f"(at most {MAX_CONCURRENCY})",
-            "Use fewer; `make bench-client` shows where this machine's client "
-            "becomes the bottleneck.",
-        )
-    return levels
 
 
 def repeat_policy(request: MeasureRequest) -> RepeatPolicy | None:

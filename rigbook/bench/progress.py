@@ -19,7 +19,7 @@ from rich.table import Table
 
 from rigbook.bench.result import BenchResult
 from rigbook.bench.speculation import summary
-from rigbook.bench.workers import ceiling
+from rigbook.bench.workers import Ceiling
 from rigbook.findings import Finding
 
 _err = Console(stderr=True)
@@ -171,9 +171,8 @@ def status_legend(result: BenchResult) -> list[str]:
     return [f"{word}: {STATUS_LEGEND[word]}" for word in shown]
 
 
-def ceiling_line(result: BenchResult) -> str | None:
+def ceiling_line(top: Ceiling | None) -> str | None:
     """The client's ceiling of one process and of the worker processes the run used."""
-    top = ceiling(result.cells)
     if top is None:
         return None
     line = (
@@ -190,15 +189,16 @@ def warning_markup(w: Finding) -> str:
     return f"[yellow]warning[{w.code}][/]: {escape(w.message)}"
 
 
-def render_result(result: BenchResult, path: Path) -> None:
-    """The final table, the warnings and the path, on stderr; the path alone on stdout."""
+def render_result(result: BenchResult, path: Path, top: Ceiling | None) -> None:
+    """The final table, the warnings and the path, on stderr; the path alone on stdout.
+    ``top`` is the client's ceiling, computed once with the measurement."""
     _err.print(result_table(result))
     for line in status_legend(result):
         _err.print(line, highlight=False)
     for c in result.cells:
         if c.speculation is not None:
             _err.print(f"speculation, C={c.concurrency}: {summary(c.speculation)}", highlight=False)
-    client = ceiling_line(result)
+    client = ceiling_line(top)
     if client:
         _err.print(client, highlight=False)
     for w in result.warnings:

@@ -7,7 +7,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import typer
 
@@ -42,89 +41,29 @@ def register(app: typer.Typer) -> None:
     """Add `bench` and `report` to the main app."""
 
     @app.command("bench")
+    @opt.bench_options()
     def bench(
         url: str = typer.Argument(
             ...,
             help="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000",
         ),
-        model: str = opt.ModelOption,
-        profile: str = opt.ProfileOption,
-        workload: str = opt.workload_option(
-            "What the requests are", "; trace:FILE replays a request trace"
-        ),
-        speed: float = typer.Option(
-            1.0,
-            "--speed",
-            min=0.001,
-            help="--workload trace:FILE: replay this many times faster than the trace (0.5: "
-            "half as fast).",
-        ),
-        max_lag_ms: float = typer.Option(
-            50.0,
-            "--max-lag-ms",
-            min=0.001,
-            help="--workload trace:FILE: the p99 schedule lag past which the cell is flagged "
-            "W_TRACE_LAG.",
-        ),
-        block_tokens: int = typer.Option(
-            None,
-            "--block-tokens",
-            min=1,
-            help="--workload trace:FILE: tokens per shared block (hash_ids) (default: 512, "
-            "Mooncake's).",
-        ),
-        dataset_size: int = opt.DatasetSizeOption,
-        seed: int = opt.SeedOption,
-        min_prompt_chars: int = opt.MinPromptCharsOption,
-        max_prompt_chars: int = opt.MaxPromptCharsOption,
-        concurrency: str = opt.ConcurrencyOption,
-        max_tokens: int = opt.MaxTokensOption,
-        requests: int = opt.RequestsOption,
-        duration_s: float = typer.Option(
-            None, "--duration", min=0.1, help="Sustained mode: seconds per level."
-        ),
-        warmup: int = opt.WarmupOption,
-        stall_timeout_s: float = opt.StallTimeoutOption,
-        workers: int = typer.Option(
-            None,
-            "--workers",
-            help="Processes each cell's streams run in (default: one per 256 streams, at most "
-            "the usable CPUs; 1: all in this process).",
-        ),
-        client: Literal["auto", "compiled", "python"] = opt.ClientOption,
-        ci_target_pct: float = opt.ci_target_option(),
-        max_repeats: int = opt.max_repeats_option(),
-        max_level_s: float = opt.max_level_s_option(),
-        recipe: str = typer.Option(
-            None,
-            "--recipe",
-            help="Recipe slug (or file) the server runs; recorded with the result.",
-        ),
-        out: Path = typer.Option(
-            None,
-            "--out",
-            help="Result file (default: RIGBOOK_HOME/results/<timestamp>.json).",
-        ),
+        *,
+        options: opt.BenchOptions,  # every bench option, from MeasureRequest's fields
         as_json: bool = JsonOption,
     ) -> None:
         """Measure an endpoint the way published numbers were measured; writes a result file."""
-        values = dict(locals())
         with handled(as_json):
             from rigbook.bench.measure import MeasureRequest, measure
-            from rigbook.bench.plan import parse_levels
             from rigbook.bench.progress import LiveProgress, render_result
             from rigbook.bench.repeats import interval_lines
-            from rigbook.bench.workers import ceiling
             from rigbook.bench.workloads.trace import replay_lines
 
-            request = opt.request_from(
-                MeasureRequest, values, concurrency=parse_levels(concurrency)
-            )
+            request = options.request(MeasureRequest, url=url)
             live = LiveProgress(enabled=not as_json)
             with live, _stop_on_signals() as stop:
                 done = measure(request, stop, progress=live.update)
             result = done.result
-            top = ceiling(result.cells)
+            top = done.client_ceiling
             summary = {
                 "result": str(done.result_path),
                 "journal": str(done.journal_path),
@@ -143,7 +82,7 @@ def register(app: typer.Typer) -> None:
                     err_console.print(f"interval: {line}", markup=False, highlight=False)
                 for line in replay_lines(result.cells):
                     err_console.print(f"trace: {line}", markup=False, highlight=False)
-                render_result(result, done.result_path)
+                render_result(result, done.result_path, top)
 
             emit(summary, as_json, render)
             if done.verdict and as_json:  # one JSON document on stdout: the error is inside it

@@ -1,111 +1,145 @@
-"""The bench options `bench`, `capacity` and `reproduce` share, each declared once.
+"""The bench options of `bench`, `capacity` and `reproduce`, made from the request model.
 
-Each is named as the :class:`~rigbook.bench.request.MeasureRequest` field it fills, and
-:func:`request_from` fills each field from the parameter of its name: adding a bench option is a
-field and a parameter, with no mapping to keep in step. Where a command's default differs (reproduce repeats each level
-by default), the option is a function of that default; its flag and help stay the same.
+Each option is a :class:`~rigbook.bench.request.MeasureRequest` field carrying a
+:class:`~rigbook.bench.request.Flag`: its flag, help (the description), default and floor (the
+field's ``ge``) are declared there once, so adding a bench option is one field. AIPerf's CLI is
+the model: the command line *is* the request model. :func:`bench_options` puts a typer option for
+each field where the command names an ``options`` parameter, and hands the command the values as
+:class:`BenchOptions`, which builds the request. A command may change an option's default
+(reproduce repeats each level by default) or help, never its flag.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import annotated_types
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from rigbook.bench.request import WORKLOAD_FORMS, Flag, MeasureRequest
+from rigbook.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
-
-ModelOption: Any = typer.Option(
-    None, "--model", help="Model id (default: the first the server lists)."
-)
-ProfileOption: Any = typer.Option(
-    "seed", "--profile", help="Bench profile: seed (default) or quick."
-)
+R = TypeVar("R")
 
 
-def workload_option(use: str, also: str = "") -> Any:
-    """``--workload``: ``use`` says what it names in this command, ``also`` what else it takes."""
-    return typer.Option(
-        "prose",
-        "--workload",
-        help=f"{use}: prose (default, the seed's method), multi-turn, shared-prefix or "
-        "unique-prefix; NAME@VERSION for an older version; dataset:FILE or "
-        f"dataset:hf:OWNER/NAME@COMMIT:PATH sends a ShareGPT-layout dataset's prompts{also}.",
+def flags(model: type[BaseModel] = MeasureRequest) -> dict[str, Flag]:
+    """The fields of ``model`` the command line sets, each with its flag, in field order."""
+    found = {}
+    for name, info in model.model_fields.items():
+        flag = next((m for m in info.metadata if isinstance(m, Flag)), None)
+        if flag is not None:
+            found[name] = flag
+    return found
+
+
+def workload_help(use: str, also: str) -> str:
+    """``--workload``'s help in a command: ``use`` says what it names there, ``also`` adds."""
+    return f"{use}: {WORKLOAD_FORMS}; {also}."
+
+
+class BenchOptions(BaseModel):
+    """The bench options a command was given, by field name, as typed: parsed and validated
+    only by :meth:`request`, inside the command, so bad input is reported as the command's
+    errors are."""
+
+    model_config = ConfigDict(frozen=True)
+
+    values: dict[str, Any]
+    source: type[BaseModel] = MeasureRequest
+
+    def request(self, model: type[M], **given: Any) -> M:
+        """``model`` from the options and ``given`` (which wins, for a value the command names
+        otherwise); ``E_INPUT`` for a value it refuses, naming the flag."""
+        known = flags(self.source)
+        values = {name: _typed(known[name], value) for name, value in self.values.items()}
+        try:
+            return model(**(values | given))
+        except ValidationError as exc:
+            raise _refused(exc, known) from None
+
+
+def _typed(flag: Flag, value: Any) -> Any:
+    """A value as its field takes it: the text of a flag that parses, parsed."""
+    return value if flag.parse is None or value is None else flag.parse(value)
+
+
+def _refused(exc: ValidationError, known: Mapping[str, Flag]) -> InputError:
+    lines = []
+    for err in exc.errors(include_url=False):
+        field = str(err["loc"][0]) if err["loc"] else "(request)"
+        what = known[field].name if field in known else field
+        lines.append(f"{what} {err.get('input')!r}: {err['msg']}")
+    return InputError(
+        "E_INPUT",
+        lines[0] if len(lines) == 1 else f"{len(lines)} options refused: " + "; ".join(lines),
+        "See the command's --help.",
+        details=lines,
     )
 
 
-DatasetSizeOption: Any = typer.Option(
-    64, "--dataset-size", min=1, help="--workload dataset:…: prompts sampled."
-)
-SeedOption: Any = typer.Option(0, "--seed", help="--workload dataset:…: the sample's seed.")
-MinPromptCharsOption: Any = typer.Option(
-    1, "--min-prompt-chars", min=1, help="--workload dataset:…: shorter prompts dropped."
-)
-MaxPromptCharsOption: Any = typer.Option(
-    None, "--max-prompt-chars", min=1, help="--workload dataset:…: longer prompts dropped."
-)
-ConcurrencyOption: Any = typer.Option(
-    None, "--concurrency", help="Concurrency levels, e.g. 1,4,8 (default: the profile's)."
-)
+def _bound(info: FieldInfo, kind: type, attr: str) -> float | None:
+    return next((getattr(m, attr) for m in info.metadata if isinstance(m, kind)), None)
 
 
-def _profile_value(flag: str, least: float, what: str) -> Any:
-    """An option that replaces the profile's value; left out, the profile's holds."""
-    return typer.Option(None, flag, min=least, help=f"{what} (default: the profile's).")
+def _help(info: FieldInfo, flag: Flag, default: Any) -> str:
+    text = info.description or ""
+    if default is None and flag.unset:
+        return text.removesuffix(".") + flag.unset + "."
+    return text
 
 
-MaxTokensOption = _profile_value("--max-tokens", 1, "Reply length")
-RequestsOption = _profile_value(
-    "--requests", 1, "Burst mode: requests per level, in each repeat of it"
-)
-WarmupOption = _profile_value("--warmup", 0, "Warmup requests before measuring")
-StallTimeoutOption = _profile_value(
-    "--stall-timeout", 0.1, "Seconds of silence that fail a request"
-)
-ClientOption: Any = typer.Option(
-    "auto",
-    "--client",
-    help="Which client streams the requests: compiled (C reader, kernel timestamps), "
-    "python, or auto (compiled where built and the URL is http).",
-)
-
-
-def _repeat_option(default: float | None, flag: str, least: float, what: str, unset: str) -> Any:
-    """A repeat option: ``unset`` tells what leaving it out means where it has no default."""
-    return typer.Option(default, flag, min=least, help=what + (unset if default is None else "."))
-
-
-_IMPLIES = "; implies --ci-target 2 when it is not given."
-
-
-def ci_target_option(default: float | None = None) -> Any:
-    """``--ci-target``, off unless ``default``."""
-    return _repeat_option(
+def _parameter(name: str, info: FieldInfo, flag: Flag, default: Any, help: str | None):
+    floor = flag.min if flag.min is not None else _bound(info, annotated_types.Ge, "ge")
+    option = typer.Option(
         default,
-        "--ci-target",
-        0.01,
-        "Repeat each level (whole waves) until the 95 % confidence interval of its aggregate "
-        "and median per-request rate is within this many percent, e.g. 2",
-        " (default: each level once, no interval).",
+        flag.name,
+        min=floor,
+        max=_bound(info, annotated_types.Le, "le"),
+        help=help if help is not None else _help(info, flag, default),
     )
+    kind = str | None if flag.parse else info.annotation
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
 
 
-def max_repeats_option(default: int | None = None) -> Any:
-    """``--max-repeats``."""
-    return _repeat_option(
-        default, "--max-repeats", 3, "Cap on a level's repeats", " (default 10)" + _IMPLIES
-    )
+def bench_options(
+    names: Sequence[str] | None = None,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    helps: Mapping[str, str] | None = None,
+    model: type[BaseModel] = MeasureRequest,
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Give a command the options of ``model``'s flagged fields (``names`` of them, in that
+    order; None: all, in field order), in place of its ``options: BenchOptions`` parameter.
+    ``defaults`` and ``helps`` change a field's default and help in this command only."""
+    known = flags(model)
+    chosen = list(names) if names is not None else list(known)
+    defaults = defaults or {}
+    helps = helps or {}
 
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        own = inspect.signature(command, eval_str=True)
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own.parameters.values()]
+        at = [p.name for p in params].index("options")
+        made = []
+        for name in chosen:
+            info = model.model_fields[name]
+            default = defaults.get(name, info.default)
+            made.append(_parameter(name, info, known[name], default, helps.get(name)))
+        params[at : at + 1] = made
 
-def max_level_s_option(default: float | None = None) -> Any:
-    """``--max-level-seconds``."""
-    return _repeat_option(
-        default, "--max-level-seconds", 0.1, "Cap on a level's seconds of repeats", _IMPLIES
-    )
+        @functools.wraps(command)
+        def run(**kwargs: Any) -> R:
+            values = {name: kwargs.pop(name) for name in chosen}
+            return command(**kwargs, options=BenchOptions(values=values, source=model))
 
+        run.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
 
-def request_from(model: type[M], values: dict[str, Any], **given: Any) -> M:
-    """``model`` from a command's parameters (``locals()`` as the command starts): each field
-    takes the parameter of its name, since the options are named as the fields; ``given`` wins,
-    for a value the command converts or names otherwise."""
-    return model(**{k: v for k, v in values.items() if k in model.model_fields} | given)
+    return decorate

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 import typer
 
@@ -17,6 +16,31 @@ def register(app: typer.Typer) -> None:
     """Add `capacity` to the main app."""
 
     @app.command("capacity")
+    @opt.bench_options(
+        [
+            "profile",
+            "model",
+            "workload",
+            "dataset_size",
+            "seed",
+            "min_prompt_chars",
+            "max_prompt_chars",
+            "stall_timeout_s",
+            "client",
+            "max_tokens",
+            "warmup",
+        ],
+        helps={
+            "workload": opt.workload_help(
+                "What each probe's requests are, as for `rigbook bench`",
+                "a probe of N users is N sessions. A trace sets its own load, so it cannot be "
+                "searched",
+            ),
+            "stall_timeout_s": "Seconds of silence that fail a request (default: the "
+            "profile's); raised to twice the SLO's TTFT bound.",
+            "warmup": "Warmup requests before the first probe.",
+        },
+    )
     def capacity(
         url: str = typer.Argument(
             None, help="Base URL of an OpenAI-compatible server (or --recipe)."
@@ -24,17 +48,8 @@ def register(app: typer.Typer) -> None:
         slo: str = typer.Option(
             ..., "--slo", help='Terms, e.g. "per_user_tok_s>=20,ttft_p99_ms<=2000".'
         ),
-        profile: str = opt.ProfileOption,
-        model: str = opt.ModelOption,
-        workload: str = opt.workload_option(
-            "What each probe's requests are, as for `rigbook bench`",
-            "; a probe of N users is N sessions. A trace sets its own load, so it cannot be "
-            "searched",
-        ),
-        dataset_size: int = opt.DatasetSizeOption,
-        seed: int = opt.SeedOption,
-        min_prompt_chars: int = opt.MinPromptCharsOption,
-        max_prompt_chars: int = opt.MaxPromptCharsOption,
+        *,
+        options: opt.BenchOptions,  # the bench options a probe takes, from MeasureRequest
         max_concurrency: int = typer.Option(
             256, "--max-concurrency", min=1, max=4096, help="Never probe more users than this."
         ),
@@ -68,18 +83,6 @@ def register(app: typer.Typer) -> None:
             min=0,
             help="Longest wait for the server's counters to show no request in flight.",
         ),
-        stall_timeout_s: float = typer.Option(
-            None,
-            "--stall-timeout",
-            min=0.1,
-            help="Seconds of silence that fail a request (default: the profile's); raised to "
-            "twice the SLO's TTFT bound.",
-        ),
-        client: Literal["auto", "compiled", "python"] = opt.ClientOption,
-        max_tokens: int = opt.MaxTokensOption,
-        warmup: int = typer.Option(
-            None, "--warmup", min=0, help="Warmup requests before the first probe."
-        ),
         recipe: str = typer.Option(
             None, "--recipe", help="Recipe slug: started if not running, stopped after."
         ),
@@ -97,7 +100,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JsonOption,
     ) -> None:
         """How many users the server holds at an SLO: a search of bench cells, one sentence."""
-        values = dict(locals())
         with handled(as_json):
             from rigbook.bench import MeasureRequest
             from rigbook.bench.progress import LiveProgress, warning_markup
@@ -110,7 +112,7 @@ def register(app: typer.Typer) -> None:
             from rigbook.ports import parse_port
 
             terms = parse_slo(slo)
-            searchable(workload, "capacity")
+            searchable(options.values["workload"], "capacity")
             if url is None and recipe is None:
                 raise InputError(
                     "E_INPUT",
@@ -134,8 +136,8 @@ def register(app: typer.Typer) -> None:
                 url, recipe, note=say, port=parse_port(port), models_dir=models_dir
             ) as served:
                 # The capacity result is --out; each probe's bench result goes where it says.
-                request = opt.request_from(
-                    MeasureRequest, values, url=served.url, recipe=served.recipe, out=None
+                request = options.request(
+                    MeasureRequest, url=served.url, recipe=served.recipe, out=None
                 )
                 spec = CapacitySpec(measure=request, slo=terms, settings=settings, out=target)
                 with live, _stop_on_signals() as stop:

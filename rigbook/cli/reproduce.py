@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import typer
 
+from rigbook.bench.repeats import DEFAULT_MAX_REPEATS, DEFAULT_TARGET_PCT
 from rigbook.cli import bench_options as opt
 from rigbook.cli.bench import _stop_on_signals
 from rigbook.cli.launch import (
@@ -65,6 +66,41 @@ def _published_line(done) -> str:
     )
 
 
+@opt.bench_options(
+    [
+        "profile",
+        "workload",
+        "dataset_size",
+        "seed",
+        "min_prompt_chars",
+        "max_prompt_chars",
+        "concurrency",
+        "max_tokens",
+        "requests",
+        "stall_timeout_s",
+        "ci_target_pct",
+        "max_repeats",
+        "max_level_s",
+        "client",
+    ],
+    # ReproduceRequest's defaults (a test holds them equal): each level is repeated, since the
+    # claims are judged on intervals; rigbook.reproduce.run is imported only when a command runs
+    defaults={
+        "profile": None,
+        "ci_target_pct": DEFAULT_TARGET_PCT,
+        "max_repeats": DEFAULT_MAX_REPEATS,
+        "max_level_s": 300.0,
+    },
+    helps={
+        "profile": "Bench profile (default: seed, the seed guide's conditions).",
+        "workload": opt.workload_help(
+            "What the bench's requests are, as for `rigbook bench`",
+            "a claim is compared only with a run of its own workload",
+        ),
+        "concurrency": "Levels, e.g. 1,4 (default: the claims' levels).",
+        "max_tokens": "Reply length (default: the claims', else the profile's).",
+    },
+)
 def reproduce(
     recipe: str = typer.Argument(..., help="A recipe: catalog slug, file or hub URL."),
     rig: Path = RigOption,
@@ -85,29 +121,8 @@ def reproduce(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the steps only (also RIGBOOK_DRY_RUN=1)."
     ),
-    profile: str = typer.Option(
-        None, "--profile", help="Bench profile (default: seed, the seed guide's conditions)."
-    ),
-    workload: str = opt.workload_option(
-        "What the bench's requests are, as for `rigbook bench`",
-        "; a claim is compared only with a run of its own workload",
-    ),
-    dataset_size: int = opt.DatasetSizeOption,
-    seed: int = opt.SeedOption,
-    min_prompt_chars: int = opt.MinPromptCharsOption,
-    max_prompt_chars: int = opt.MaxPromptCharsOption,
-    concurrency: str = typer.Option(
-        None, "--concurrency", help="Levels, e.g. 1,4 (default: the claims' levels)."
-    ),
-    max_tokens: int = typer.Option(
-        None, "--max-tokens", min=1, help="Reply length (default: the claims', else the profile's)."
-    ),
-    requests: int = opt.RequestsOption,
-    stall_timeout_s: float = opt.StallTimeoutOption,
-    ci_target_pct: float = opt.ci_target_option(2.0),
-    max_repeats: int = opt.max_repeats_option(10),
-    max_level_s: float = opt.max_level_s_option(300.0),
-    client: Literal["auto", "compiled", "python"] = opt.ClientOption,
+    *,
+    options: opt.BenchOptions,  # the bench options a reproduction takes, from MeasureRequest
     out: Path = typer.Option(
         None,
         "--out",
@@ -133,8 +148,6 @@ def reproduce(
 ) -> None:
     """Check, launch, smoke-test, bench under the claims' conditions with intervals, compare, stop;
     with --publish, send the result and the verdict to a hub."""
-    values = dict(locals())
-    from rigbook.bench.plan import parse_levels
     from rigbook.reproduce.publish import publish_reproduction
     from rigbook.reproduce.render import render
     from rigbook.reproduce.run import ReproduceRequest
@@ -154,29 +167,24 @@ def reproduce(
                 "--publish needs an API token; nothing was started",
                 "Pass --token TOKEN or set RIGBOOK_HUB_TOKEN (`rigbook hub token create NAME`).",
             )
-        request = opt.request_from(
-            ReproduceRequest,
-            values,
-            out_dir=out,
-            concurrency=parse_levels(concurrency),
-            unattended=yes and not dry,
+        # what the launch takes, named alike in the request and in make_plan
+        launch: dict[str, Any] = dict(
+            rig=rig,
+            gpus=gpus,
+            port=port,
+            models_dir=models_dir,
+            drafter=drafter,
+            name=name,
+            allow=allow,
+            timeout=timeout,
+        )
+        request = options.request(
+            ReproduceRequest, recipe=recipe, out_dir=out, unattended=yes and not dry, **launch
         )
         if dry:
             from rigbook.launch.api import make_plan
 
-            _, made = make_plan(
-                recipe,
-                rig=rig,
-                probe=False,
-                gpus=gpus,
-                port=port,
-                models_dir=models_dir,
-                drafter=drafter,
-                name=name,
-                allow=allow,
-                timeout=timeout,
-                dry_run=True,
-            )
+            _, made = make_plan(recipe, probe=False, dry_run=True, **launch)
             steps = _dry_run_steps(request)
             if publish:
                 steps.append(

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 import rigbook.bench.clients
 import rigbook.bench.plan
+import rigbook.bench.request
 import rigbook.bench.workers
 from rigbook.bench.plan import CellSpec, resolve_plan
 from rigbook.bench.profiles import Profile
@@ -95,5 +96,5 @@ def test_sustained_cells_carry_their_seconds_and_workers(tmp_path):
 @pytest.mark.parametrize("text", ["1,x", "0,4", ""])
 def test_bad_levels_are_one_input_error(text):
     with pytest.raises(InputError) as e:
-        rigbook.bench.plan.parse_levels(text)
+        rigbook.bench.request.parse_levels(text)
     assert e.value.code == "E_INPUT" and "is not a list of positive integers" in e.value.message

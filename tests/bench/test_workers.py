@@ -17,7 +17,7 @@ from rigbook.bench.journal import journal_path
 from rigbook.bench.progress import ceiling_line
 from rigbook.bench.result import BenchResult, load_result
 from rigbook.bench.worker_protocol import check_clock
-from rigbook.bench.workers import STREAMS_PER_WORKER, cell_workers, split
+from rigbook.bench.workers import STREAMS_PER_WORKER, ceiling, cell_workers, split
 from rigbook.errors import InternalError
 from tests.bench.helpers import (
     bench,
@@ -82,14 +82,14 @@ def test_a_perf_counter_that_is_not_clock_monotonic_fails_loudly(monkeypatch):
 def test_the_ceiling_is_the_cheapest_cells_and_n_times_it_with_workers():
     published = Path(__file__).parents[1] / "fixtures/results/cpu-llama-server/result.json"
     result = load_result(published)  # written before workers: one process
-    assert ceiling_line(result) == (
+    assert ceiling_line(ceiling(result.cells)) == (
         "client ceiling: one process 2,162 tok/s (10⁶ ÷ 462.5 µs CPU per token at concurrency 4)"
     )
     cell = result.cells[1]
     assert cell.client is not None
     split_cell = cell.model_copy(update={"client": cell.client.model_copy(update={"workers": 3})})
     two = result.model_copy(update={"cells": [result.cells[0], split_cell]})
-    assert ceiling_line(two) == (
+    assert ceiling_line(ceiling(two.cells)) == (
         "client ceiling: one process 2,162 tok/s (10⁶ ÷ 462.5 µs CPU per token at concurrency 4); "
         "3 worker processes 6,486 tok/s"
     )
