@@ -94,7 +94,9 @@ def _help(info: FieldInfo, flag: Flag, default: Any) -> str:
     return text
 
 
-def _parameter(name: str, info: FieldInfo, flag: Flag, default: Any, help: str | None):
+def _parameter(
+    name: str, info: FieldInfo, flag: Flag, default: Any, help: str | None
+) -> inspect.Parameter:
     floor = flag.min if flag.min is not None else _bound(info, annotated_types.Ge, "ge")
     option = typer.Option(
         default,
