@@ -49,7 +49,15 @@ class SafeConsole(Console):
     command can forget it: strings are escaped before layout (so widths hold), and every rendered
     segment again (text objects built elsewhere). rich's own style codes are added after this and
     stay intact; links, which rigbook never prints, are dropped.
+
+    Its width is read when it prints, not when it is made: rich fixes ``COLUMNS`` at
+    construction, and this console is made once, at import.
     """
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        if "width" not in kwargs:
+            self._width = None
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(escape_controls(text), **kwargs)
