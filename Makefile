@@ -26,7 +26,7 @@ VLLM_MODELS_DIR ?= $(or $(RIGBOOK_HOME),$(HOME)/.local/state/rigbook)/models
 VLLM_MODEL := $(VLLM_MODELS_DIR)/smollm2-135m-instruct-bf16
 STAMP_VLLM := $(VLLM_VENV)/.stamp-vllm
 
-.PHONY: demo test test-unit test-integration test-e2e test-parallel lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare bench-hub clean
+.PHONY: demo test test-unit test-integration test-e2e test-serial lint setup setup-test setup-vllm system-deps docker-image bench-client bench-hot-path bench-server bench-truth bench-compare bench-hub clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,11 +117,14 @@ docker-image: $(STAMP_DEMO) system-deps
 PYTEST := RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MODELS_DIR=$(abspath $(VLLM_MODELS_DIR)) \
 	  $(BIN)/python -m pytest
 
-# Every tier, one process. Each test is in one tier (tests/conftest.py): unit (no socket, process
-# or real sleep), integration (real sockets and the synthetic server), e2e (real engines, vLLM,
-# PostgreSQL, Chromium, docker).
+# Every tier (tests/conftest.py puts each test in one): unit (no socket, process or real sleep),
+# integration (real sockets and the synthetic server), e2e (real engines, vLLM, PostgreSQL,
+# Chromium, docker). Across the cores with pytest-xdist (each worker its own llama-server and
+# PostgreSQL on free ports), then, in one process, the tests marked serial: docker's (one daemon
+# per host) and vLLM's (an engine that wants every core).
 test: setup-test setup-vllm docker-image
-	$(PYTEST)
+	$(PYTEST) -n auto --dist worksteal -m "not serial"
+	$(PYTEST) -m serial
 
 test-unit: setup-test
 	$(BIN)/python -m pytest -m unit
@@ -132,11 +135,9 @@ test-integration: setup-test
 test-e2e: setup-test setup-vllm docker-image
 	$(PYTEST) -m e2e
 
-# Every tier across the cores (pytest-xdist), then, in one process, the tests marked serial
-# (a session-wide server or daemon that each worker would start again: tests/conftest.py).
-test-parallel: setup-test setup-vllm docker-image
-	$(PYTEST) -n auto -m "not serial"
-	$(PYTEST) -m serial
+# One process, in file order (slower; for a failure that depends on what ran before it).
+test-serial: setup-test setup-vllm docker-image
+	$(PYTEST)
 
 # Lint, format check and type check; configured in pyproject.toml.
 lint: $(STAMP_TEST)

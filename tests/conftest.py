@@ -29,12 +29,13 @@ REAL_IO = re.compile(
     r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
     r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
 )
-# Tests that share a session-wide server or daemon (one a worker would start again, or fight
-# over) run in one process after the parallel rest (`make test-parallel`). pytest-xdist's own
-# xdist_group does not hold on pytest 9 (it renames the node id by an attribute pytest 9 no
-# longer reads). vLLM's tests each start an engine that wants every core. Every e2e fixture is
-# session-wide.
-SERIAL_FILES = re.compile(r"vllm[^/]*_e2e\.py$")
+# Tests that run in one process after the parallel rest (`make test` runs both): docker's (one
+# daemon per host, which two workers would fight over) and vLLM's (each engine wants every core).
+# Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
+# pytest-xdist's own xdist_group does not hold on pytest 9 (it renames the node id by an
+# attribute pytest 9 no longer reads).
+SERIAL_FIXTURES = {"docker_daemon", "engine_image"}
+SERIAL_NAMES = re.compile(r"(^|/)docker/|vllm", re.IGNORECASE)
 
 
 @pytest.fixture(autouse=True)
@@ -193,11 +194,12 @@ def tier_of(item: pytest.Item) -> str:
 
 
 def is_serial(item: pytest.Item) -> bool:
-    """Whether a test shares a session-wide server or daemon, or starts vLLM."""
+    """Whether an end-to-end test needs the docker daemon or starts vLLM."""
+    if not item.get_closest_marker("e2e"):
+        return False
+    rel = item.path.relative_to(Path(__file__).parent).as_posix()
     fixtures = set(getattr(item, "fixturenames", ()))
-    return bool(
-        fixtures & E2E_FIXTURES or _on_postgresql(item) or SERIAL_FILES.search(item.path.name)
-    )
+    return bool(fixtures & SERIAL_FIXTURES or SERIAL_NAMES.search(f"{rel}::{item.name}"))
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -213,11 +215,12 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With RIGBOOK_TIER_REPORT set, write every test's tier marks to that file
+    """With RIGBOOK_TIER_REPORT set, write every test's tier marks and serial mark to that file
     (tests/shape/test_tiers.py reads it)."""
     if report := os.environ.get("RIGBOOK_TIER_REPORT"):
         lines = [
             f"{item.nodeid}\t{' '.join(t for t in TIERS if item.get_closest_marker(t))}"
+            f"\t{'serial' if item.get_closest_marker('serial') else ''}"
             for item in items
         ]
         Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -13,8 +13,8 @@ from tests.conftest import TIERS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _tiers(tmp_path: Path) -> dict[str, list[str]]:
-    """Each collected test's tier marks, as the conftest hook left them."""
+def _marks(tmp_path: Path) -> dict[str, tuple[list[str], bool]]:
+    """Each collected test's tier marks and whether it is serial, as the conftest hook left them."""
     report = tmp_path / "tiers.tsv"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
@@ -27,11 +27,12 @@ def _tiers(tmp_path: Path) -> dict[str, list[str]]:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = (line.split("\t") for line in report.read_text(encoding="utf-8").splitlines())
-    return {nodeid: marks.split() for nodeid, marks in rows}
+    return {nodeid: (marks.split(), serial == "serial") for nodeid, marks, serial in rows}
 
 
-def test_every_test_has_exactly_one_tier(tmp_path):
-    tiers = _tiers(tmp_path)
+def test_every_test_has_exactly_one_tier_and_only_docker_and_vllm_run_serially(tmp_path):
+    found = _marks(tmp_path)
+    tiers = {n: tier for n, (tier, _) in found.items()}
     assert len(tiers) > 1000
     assert [n for n, marks in tiers.items() if len(marks) != 1 or marks[0] not in TIERS] == []
     by_tier = {t: {n for n, marks in tiers.items() if marks == [t]} for t in TIERS}
@@ -48,3 +49,11 @@ def test_every_test_has_exactly_one_tier(tmp_path):
         ("tests/capacity/test_slo.py", "unit"),
     ]:
         assert {tuple(tiers[n]) for n in tiers if n.startswith(path)} == {(tier,)}, path
+    # One process after the parallel rest: docker's tests (one daemon per host) and vLLM's (each
+    # engine wants every core); llama-server and PostgreSQL are each worker's own.
+    serial = {n for n, (_, is_serial) in found.items() if is_serial}
+    assert all(n in serial for n in tiers if n.startswith("tests/docker/"))
+    assert all(n in serial for n in tiers if n.startswith("tests/launch/test_vllm_e2e.py"))
+    assert not any(n in serial for n in tiers if n.startswith("tests/bench/test_llama_e2e.py"))
+    assert not any(n in serial for n in hub if "postgresql" in n)
+    assert all(tiers[n] == ["e2e"] for n in serial)
