@@ -120,8 +120,8 @@ PYTEST := RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MO
 # Every tier (tests/conftest.py puts each test in one): unit (no socket, process or real sleep),
 # integration (real sockets and the synthetic server), e2e (real engines, vLLM, PostgreSQL,
 # Chromium, docker). Across the cores with pytest-xdist (each worker its own llama-server and
-# PostgreSQL on free ports), then, in one process, the tests marked serial: docker's (one daemon
-# per host) and vLLM's (an engine that wants every core).
+# PostgreSQL on free ports; vLLM's tests one at a time, as its engine wants every core), then, in
+# one process, the tests marked serial: docker's (one daemon per host).
 test: setup-test setup-vllm docker-image
 	$(PYTEST) -n auto --dist worksteal -m "not serial"
 	$(PYTEST) -m serial

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
@@ -29,13 +30,16 @@ REAL_IO = re.compile(
     r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
     r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
 )
-# Tests that run in one process after the parallel rest (`make test` runs both): docker's (one
-# daemon per host, which two workers would fight over) and vLLM's (each engine wants every core).
-# Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
+# Tests that run in one process after the parallel rest (`make test` runs both): docker's, whose
+# daemon is one per host and stopped by the worker that started it, which two workers would fight
+# over. Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
 # pytest-xdist's own xdist_group does not hold on pytest 9 (it renames the node id by an
 # attribute pytest 9 no longer reads).
 SERIAL_FIXTURES = {"docker_daemon", "engine_image"}
-SERIAL_NAMES = re.compile(r"(^|/)docker/|vllm", re.IGNORECASE)
+SERIAL_PATHS = re.compile(r"(^|/)docker/")
+# vLLM's engine wants every core: its tests run in the parallel phase, one at a time across the
+# workers (a file lock), while the other worker goes on with the rest.
+ALONE = re.compile(r"vllm", re.IGNORECASE)
 
 
 @pytest.fixture(autouse=True)
@@ -193,17 +197,40 @@ def tier_of(item: pytest.Item) -> str:
     return "integration" if _does_real_io(item.path) else "unit"
 
 
+def _where(item: pytest.Item) -> str:
+    return f"{item.path.relative_to(Path(__file__).parent).as_posix()}::{item.name}"
+
+
 def is_serial(item: pytest.Item) -> bool:
-    """Whether an end-to-end test needs the docker daemon or starts vLLM."""
-    if not item.get_closest_marker("e2e"):
-        return False
-    rel = item.path.relative_to(Path(__file__).parent).as_posix()
+    """Whether an end-to-end test needs the docker daemon."""
     fixtures = set(getattr(item, "fixturenames", ()))
-    return bool(fixtures & SERIAL_FIXTURES or SERIAL_NAMES.search(f"{rel}::{item.name}"))
+    return bool(
+        item.get_closest_marker("e2e")
+        and (fixtures & SERIAL_FIXTURES or SERIAL_PATHS.search(_where(item)))
+    )
+
+
+def runs_alone(item: pytest.Item) -> bool:
+    """Whether an end-to-end test starts vLLM (one at a time across the workers)."""
+    return bool(item.get_closest_marker("e2e") and ALONE.search(_where(item)))
+
+
+@pytest.fixture(autouse=True)
+def _one_vllm_at_a_time(request, tmp_path_factory) -> Iterator[None]:
+    """Hold the run's engine lock through a test that starts vLLM; other tests pass by."""
+    if not request.node.get_closest_marker("alone"):
+        yield
+        return
+    # Under xdist each worker's base temp is a folder of the run's own: its parent is shared.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with open(shared / "alone.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark each test with its tier, and ``serial`` where it is, as it is collected."""
+    """Mark each test with its tier, and ``serial`` or ``alone`` where it is, as it is collected."""
     tier = tier_of(item)
     for other in TIERS:
         if other != tier and item.get_closest_marker(other):
@@ -212,15 +239,17 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(tier)
     if is_serial(item):
         item.add_marker("serial")
+    if runs_alone(item):
+        item.add_marker("alone")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With RIGBOOK_TIER_REPORT set, write every test's tier marks and serial mark to that file
+    """With RIGBOOK_TIER_REPORT set, write every test's tier marks, and its serial and alone marks, to that file
     (tests/shape/test_tiers.py reads it)."""
     if report := os.environ.get("RIGBOOK_TIER_REPORT"):
         lines = [
             f"{item.nodeid}\t{' '.join(t for t in TIERS if item.get_closest_marker(t))}"
-            f"\t{'serial' if item.get_closest_marker('serial') else ''}"
+            f"\t{' '.join(m for m in ('serial', 'alone') if item.get_closest_marker(m))}"
             for item in items
         ]
         Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")

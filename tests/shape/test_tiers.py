@@ -13,8 +13,9 @@ from tests.conftest import TIERS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _marks(tmp_path: Path) -> dict[str, tuple[list[str], bool]]:
-    """Each collected test's tier marks and whether it is serial, as the conftest hook left them."""
+def _marks(tmp_path: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """Each collected test's tier marks and its serial and alone marks, as the conftest hook left
+    them."""
     report = tmp_path / "tiers.tsv"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
@@ -27,10 +28,10 @@ def _marks(tmp_path: Path) -> dict[str, tuple[list[str], bool]]:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = (line.split("\t") for line in report.read_text(encoding="utf-8").splitlines())
-    return {nodeid: (marks.split(), serial == "serial") for nodeid, marks, serial in rows}
+    return {nodeid: (marks.split(), others.split()) for nodeid, marks, others in rows}
 
 
-def test_every_test_has_exactly_one_tier_and_only_docker_and_vllm_run_serially(tmp_path):
+def test_every_test_has_exactly_one_tier_docker_runs_serially_and_vllm_alone(tmp_path):
     found = _marks(tmp_path)
     tiers = {n: tier for n, (tier, _) in found.items()}
     assert len(tiers) > 1000
@@ -49,11 +50,19 @@ def test_every_test_has_exactly_one_tier_and_only_docker_and_vllm_run_serially(t
         ("tests/capacity/test_slo.py", "unit"),
     ]:
         assert {tuple(tiers[n]) for n in tiers if n.startswith(path)} == {(tier,)}, path
-    # One process after the parallel rest: docker's tests (one daemon per host) and vLLM's (each
-    # engine wants every core); llama-server and PostgreSQL are each worker's own.
-    serial = {n for n, (_, is_serial) in found.items() if is_serial}
+    # One process after the parallel rest: docker's tests (one daemon per host); one at a time
+    # across the workers: vLLM's (each engine wants every core); llama-server and PostgreSQL are
+    # each worker's own.
+    serial = {n for n, (_, more) in found.items() if "serial" in more}
+    alone = {n for n, (_, more) in found.items() if "alone" in more}
     assert all(n in serial for n in tiers if n.startswith("tests/docker/"))
-    assert all(n in serial for n in tiers if n.startswith("tests/launch/test_vllm_e2e.py"))
-    assert not any(n in serial for n in tiers if n.startswith("tests/bench/test_llama_e2e.py"))
-    assert not any(n in serial for n in hub if "postgresql" in n)
-    assert all(tiers[n] == ["e2e"] for n in serial)
+    assert all(n in alone for n in tiers if n.startswith("tests/launch/test_vllm_e2e.py"))
+    assert (
+        "tests/bench/test_workload_e2e.py::test_vllm_cpu_counts_prefix_cache_hits_of_later_turns"
+        in alone
+    )
+    assert not any(
+        n in serial | alone for n in tiers if n.startswith("tests/bench/test_llama_e2e.py")
+    )
+    assert not any(n in serial | alone for n in hub if "postgresql" in n)
+    assert all(tiers[n] == ["e2e"] for n in serial | alone)
