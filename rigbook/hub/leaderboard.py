@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
-from sqlalchemy import CursorResult, delete, func, insert, select, text, update
+from sqlalchemy import CursorResult, Select, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from rigbook.hub.admission import MEASURED
@@ -438,10 +438,10 @@ def board_version(session: Session) -> int:
     )
 
 
-def board_ids(session: Session, filters: BoardFilters) -> list[int]:
-    """The ids of every row that matches ``filters``, grouped by model, hardware, scope and
-    concurrency, measured first, then by rank: the whole board of one filter key in one query of
-    ids only (a page of it is a slice, with no deep ``OFFSET``; :func:`board_items` reads it)."""
+def _board_query(filters: BoardFilters) -> Select[tuple[int]]:
+    """The ids of every row that matches ``filters``, in board order: grouped by model, hardware,
+    scope and concurrency, measured first, then by rank (a total order: ranks are unique within a
+    group, so any prefix of it is the same rows in the same order)."""
     board = BoardRow.__table__
     query = select(board.c.id).where(board.c.metric == filters.metric)
     if filters.scope is not None:
@@ -463,7 +463,28 @@ def board_ids(session: Session, filters: BoardFilters) -> list[int]:
     if filters.recipe:
         query = query.where(board.c.slug == filters.recipe)
     order = (board.c.model, board.c.card, board.c.device_count, board.c.scope, board.c.concurrency)
-    return list(session.scalars(query.order_by(*order, board.c.measured.desc(), board.c.rank)))
+    return query.order_by(*order, board.c.measured.desc(), board.c.rank)
+
+
+def board_ids(session: Session, filters: BoardFilters) -> list[int]:
+    """The whole board of one filter key in one query of ids only (a page of it is a slice, with
+    no deep ``OFFSET``; :func:`board_items` reads it)."""
+    return list(session.scalars(_board_query(filters)))
+
+
+def board_head(session: Session, filters: BoardFilters, limit: int) -> tuple[int, list[int]]:
+    """``(total, the first limit ids)`` of the board ``filters`` select: its first page, in the
+    order :func:`board_ids` gives, without reading every id (a write renders it)."""
+    query = _board_query(filters)
+    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
+    return total or 0, list(session.scalars(query.limit(limit)))
+
+
+def board_etag(version: int, filters: BoardFilters, limit: int, offset: int) -> str:
+    """The ETag of one page of the JSON board: the write version and a digest of what was asked
+    (weak: the page's ``next`` link, so its bytes, differ with the host asked)."""
+    query = json.dumps([filters.model_dump(), limit, offset])
+    return f'W/"{version}-{hashlib.sha256(query.encode()).hexdigest()[:16]}"'
 
 
 def board_items(session: Session, ids: list[int]) -> list[BoardItem]:
