@@ -8,9 +8,9 @@ from it while this worker's version is fresh. When the version is due to be read
 reads it (one read off the event loop, which every request that finds it due waits for). When the
 answer is not held: a recipe's JSON or page, and the board's default pages (no query string), are
 the bytes the last write prepared, one indexed read (:mod:`rigbook.hub.prepared`), kept here;
-anything else (a board with filters, another page or offset) goes on to the application, which
-answers and leaves its answer here. So a read sees a write within the version's interval, and a worker
-that wrote sees its write at once (:meth:`VersionGate.expire`).
+anything else (a board with a query string: a filter, another page or offset) goes on to the
+application, which answers and leaves its answer here. So a read sees a write within the
+version's interval, and a worker that wrote sees its write at once (:meth:`VersionGate.expire`).
 
 Not served here: any method but GET, a request with a body, and every read while a per-address
 read limit is on (each read must be counted).
@@ -43,8 +43,7 @@ CACHED_PATHS = re.compile(
     r"/api/v1/recipes/[^/]+\.json|/r/[^/]+|/api/v1/leaderboard\.json|/leaderboard"
 )
 # Reads a write prepared (rigbook.hub.prepared): a miss is one indexed read of their bytes.
-# Only a slug the hub could hold is looked up (PostgreSQL refuses a NUL in a parameter, for one);
-# the board's only with no query string (its default pages: any other is a board slice).
+# Only a slug the hub could hold is looked up (PostgreSQL refuses a NUL in a parameter, for one).
 PREPARED_PATHS = re.compile(rf"/api/v1/recipes/{SLUG_RE.pattern}\.json|/r/{SLUG_RE.pattern}")
 Key = tuple[str, bytes, bytes, str]
 
@@ -114,6 +113,7 @@ def _key(scope: Scope) -> Key | None:
 
 
 def _is_prepared(key: Key) -> bool:
+    # The board's paths only with no query string: any other board read is a worker's slice.
     path, query = key[0], key[1]
     return PREPARED_PATHS.fullmatch(path) is not None or (path in BOARD_PATHS and query == b"")
 

@@ -155,7 +155,8 @@ def finish_board(found: Prepared, request: Request) -> Prepared:
 
 
 def watch(sessions: sessionmaker[Session]) -> None:
-    """Prepare, before each commit of a session from ``sessions``, the recipes it touched."""
+    """Prepare, before each commit of a session from ``sessions``, the recipes it touched and
+    the board's default pages (every recipe it touched had its board rows replaced)."""
 
     @event.listens_for(sessions, "before_commit")
     def _before_commit(session: Session) -> None:
