@@ -39,7 +39,7 @@ from pathlib import Path
 
 import httpx
 import psutil
-from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy import create_engine, delete, insert, select, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
@@ -55,10 +55,13 @@ PUBLISHES = 5
 
 
 def copy_to_postgres(sqlite_url: str, pg_url: str) -> None:
-    """Every row of the seeded SQLite hub into a migrated, empty PostgreSQL hub (ids kept)."""
+    """Every row of the seeded SQLite hub into a migrated PostgreSQL hub (ids kept), in place of
+    the rows it starts with (its empty board's prepared pages)."""
     create_app(pg_url, load_builtin=False).state.engine.dispose()
     source, target = create_engine(sqlite_url), create_engine(pg_url)
     with source.connect() as read, target.begin() as write:
+        for table in reversed(Base.metadata.sorted_tables):
+            write.execute(delete(table))
         for table in Base.metadata.sorted_tables:
             rows = [dict(r) for r in read.execute(select(table)).mappings()]
             for first in range(0, len(rows), 5000):
