@@ -35,6 +35,10 @@ CLAIMED: Final = "claimed"
 Evidence = Literal["consistent-with-journal", "measured-unverified", "claimed"]
 EvidenceFilter = Literal["consistent-with-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
+DEFAULT_METRIC = "decode_tok_s"
+# How many numbers the default board has, and the version that count is of (default_total).
+COUNT_KEY = "board_default_count"
+COUNTED_AT_KEY = "board_default_counted_at"
 # Up to this many partitions of one metric, model and hardware, a write reranks each on its own
 # (each statement reads only its partition's rows); past it, all of them in one statement.
 RERANK_ONE_BY_ONE = 8
@@ -104,7 +108,7 @@ class BoardItem(BaseModel):
 class BoardFilters(BaseModel):
     """What ``GET /api/v1/leaderboard.json`` filters on."""
 
-    metric: str = "decode_tok_s"
+    metric: str = DEFAULT_METRIC
     scope: str | None = None
     model: str | None = None
     card: str | None = None
@@ -370,17 +374,53 @@ def _rerank_touched(session: Session, touched: set[tuple]) -> None:
             _rerank_group(session, *group)
 
 
-def _bump_version(session: Session) -> None:
+def _put_state(session: Session, key: str, value: Any, first: int) -> None:
+    """Set the counter ``key`` to ``value`` (an expression on its column adds in the statement, so
+    a concurrent writer's change is kept); ``first`` when there is none yet."""
     # An UPDATE's result is a CursorResult; Session.execute is typed as returning Result.
     changed = cast(
         "CursorResult[Any]",
-        session.execute(
-            update(StateRow).where(StateRow.key == VERSION_KEY).values(value=StateRow.value + 1)
-        ),
+        session.execute(update(StateRow).where(StateRow.key == key).values(value=value)),
     ).rowcount
     if not changed:
-        session.add(StateRow(key=VERSION_KEY, value=1))
+        session.add(StateRow(key=key, value=first))
         session.flush()
+
+
+def _state(session: Session, key: str) -> int | None:
+    return session.scalar(select(StateRow.value).where(StateRow.key == key))
+
+
+def _bump_version(session: Session) -> None:
+    _put_state(session, VERSION_KEY, StateRow.value + 1, 1)
+
+
+def _default_rows(session: Session) -> int:
+    board = BoardRow.__table__
+    query = select(func.count()).select_from(board).where(board.c.metric == DEFAULT_METRIC)
+    return session.scalar(query) or 0
+
+
+def _keep_count(session: Session, change: int) -> None:
+    """Keep the count of the default board's numbers for the version this write just made:
+    moved by ``change`` when it was kept for the version before, else counted whole (the first
+    write, or a board that code which does not keep it wrote). After the version's bump, so
+    concurrent writers come here one at a time, each seeing the one before."""
+    version = board_version(session)
+    if _state(session, COUNTED_AT_KEY) == version - 1:
+        _put_state(session, COUNT_KEY, StateRow.value + change, change)
+    else:
+        whole = _default_rows(session)
+        _put_state(session, COUNT_KEY, whole, whole)
+    _put_state(session, COUNTED_AT_KEY, version, version)
+
+
+def default_total(session: Session) -> int:
+    """How many numbers the default board (metric ``decode_tok_s``, no filter) has: the count its
+    writes keep for the current version, else counted."""
+    if _state(session, COUNTED_AT_KEY) == board_version(session):
+        return _state(session, COUNT_KEY) or 0
+    return _default_rows(session)
 
 
 def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
@@ -426,6 +466,8 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
         session.execute(insert(BoardRow), rows)
     _rerank_touched(session, touched)
     _bump_version(session)
+    mine = sum(1 for r in rows if r["metric"] == DEFAULT_METRIC)
+    _keep_count(session, mine - sum(1 for r in old if r.metric == DEFAULT_METRIC))
 
 
 def board_version(session: Session) -> int:
@@ -472,12 +514,10 @@ def board_ids(session: Session, filters: BoardFilters) -> list[int]:
     return list(session.scalars(_board_query(filters)))
 
 
-def board_head(session: Session, filters: BoardFilters, limit: int) -> tuple[int, list[int]]:
-    """``(total, the first limit ids)`` of the board ``filters`` select: its first page, in the
-    order :func:`board_ids` gives, without reading every id (a write renders it)."""
-    query = _board_query(filters)
-    total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
-    return total or 0, list(session.scalars(query.limit(limit)))
+def board_head(session: Session, limit: int) -> tuple[int, list[int]]:
+    """``(total, the first limit ids)`` of the default board: its first page, in the order
+    :func:`board_ids` gives, without reading every id (a write renders it)."""
+    return default_total(session), list(session.scalars(_board_query(BoardFilters()).limit(limit)))
 
 
 def board_etag(version: int, filters: BoardFilters, limit: int, offset: int) -> str:
@@ -527,5 +567,6 @@ def _item(row: Any) -> BoardItem:
 def rebuild_board(session: Session, recipes: list[tuple[Recipe, int]]) -> None:
     """Write the board of every ``(recipe, revision no)`` afresh (after a migration that changes what it holds)."""
     session.execute(delete(BoardRow))
+    session.execute(delete(StateRow).where(StateRow.key == COUNTED_AT_KEY))  # counted afresh
     for recipe, no in recipes:
         write_board(session, recipe, no)

@@ -120,7 +120,7 @@ def prepare_board(session: Session) -> None:
     version = board_version(session)
     session.execute(delete(PreparedRow).where(PreparedRow.path.in_(BOARD_PATHS)))
     filters = BoardFilters()
-    total, ids = board_head(session, filters, max(BOARD_LIMIT, BOARD_PAGE))
+    total, ids = board_head(session, max(BOARD_LIMIT, BOARD_PAGE))
     try:
         items = board_items(session, ids)
         listed = items[:BOARD_LIMIT]

@@ -13,10 +13,12 @@ from starlette.types import Receive, Scope, Send
 import rigbook.hub.boards
 import rigbook.hub.pages
 from rigbook.hub.answers import AnswerLayer
-from rigbook.hub.leaderboard import BoardFilters, board_head, board_version
+from rigbook.hub.db import writing
+from rigbook.hub.leaderboard import board_head, board_version, default_total, rebuild_board
 from rigbook.hub.models import PreparedRow
 from rigbook.hub.paths import BOARD_HTML, BOARD_JSON
 from rigbook.hub.prepared import MADE_BY, OPEN_NEXT
+from rigbook.recipe.load import parse_recipe
 from tests.hub.helpers import SMALL_SLUG, make_result
 from tests.hub.test_answers import counted
 
@@ -146,7 +148,7 @@ def test_a_board_that_cannot_be_rendered_does_not_stop_the_write(hub):
     assert publish(hub).status_code == 201
     assert set(board_rows(hub)) == set(BOARDS)
     with hub.app.state.sessions() as session:
-        _, ids = board_head(session, BoardFilters(), 100)
+        _, ids = board_head(session, 100)
         slugs = {i: slug for i, slug in session.execute(text("SELECT id, slug FROM board"))}
     broken = next(i for i in ids if slugs[i] != SMALL_SLUG)
     with hub.app.state.engine.begin() as conn:
@@ -176,3 +178,36 @@ def test_board_rows_of_another_renderer_or_version_are_not_served_and_prepared_a
     make_hub(load_builtin=False)
     rows = board_rows(hub)
     assert {(r.version, r.made_by) for r in rows.values()} == {(version(hub), MADE_BY)}
+
+
+def test_the_default_boards_total_is_kept_by_each_write_and_counted_when_it_is_not(
+    hub, seed_record
+):
+    """The write reads the default board's total from a count its writes keep (not a count of every
+    number); a board written by code that does not keep it is counted whole."""
+
+    def kept_and_counted() -> tuple[int, int]:
+        with hub.app.state.sessions() as session:
+            counted = session.scalar(
+                text("SELECT count(*) FROM board WHERE metric = 'decode_tok_s'")
+            )
+            return default_total(session), counted
+
+    for count in (30, 10):  # a recipe's numbers added, then some of them taken away
+        record = many_points(seed_record, "many-points", count)
+        assert hub.client.post("/api/v1/recipes", json=record, headers=hub.auth).status_code == 201
+        kept, counted = kept_and_counted()
+        assert kept == counted
+        assert rendered(hub).get(BOARD_JSON).json()["total"] == counted
+    with hub.app.state.engine.begin() as conn:  # a write of code that does not keep the count
+        conn.execute(text("DELETE FROM board WHERE slug = 'many-points' AND concurrency > 5"))
+        conn.execute(text("UPDATE hub_state SET value = value + 1 WHERE key = 'board_version'"))
+    kept, counted = kept_and_counted()
+    assert kept == counted
+    assert publish(hub).status_code == 201
+    kept, counted = kept_and_counted()
+    assert kept == counted
+    with writing(hub.app.state.sessions) as session:
+        rebuild_board(session, [(parse_recipe(record, "many-points"), 3)])
+    kept, counted = kept_and_counted()
+    assert kept == counted == 10
