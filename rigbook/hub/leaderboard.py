@@ -10,7 +10,9 @@ function that finds its points in a recipe (:func:`register`).
 
 ``hub_state.board_version`` changes with every board write, so every worker
 and instance on one database agrees on the board's ETag and on what a cached
-page may be reused for.
+page may be reused for. ``hub_state`` also keeps how many numbers the default
+board has (:func:`default_total`), so a write renders that board's first page
+without counting every number.
 """
 
 from __future__ import annotations
