@@ -409,11 +409,18 @@ def _keep_count(session: Session, change: int) -> None:
     write, or a board that code which does not keep it wrote). After the version's bump, so
     concurrent writers come here one at a time, each seeing the one before."""
     version = board_version(session)
-    if _state(session, COUNTED_AT_KEY) == version - 1:
-        _put_state(session, COUNT_KEY, StateRow.value + change, change)
-    else:
-        whole = _default_rows(session)
-        _put_state(session, COUNT_KEY, whole, whole)
+    if _state(session, COUNTED_AT_KEY) != version - 1:
+        recount(session)
+        return
+    _put_state(session, COUNT_KEY, StateRow.value + change, change)
+    _put_state(session, COUNTED_AT_KEY, version, version)
+
+
+def recount(session: Session) -> None:
+    """Count the default board's numbers whole, for the current version (a hub starting: a
+    migration may have changed the board without keeping the count)."""
+    whole, version = _default_rows(session), board_version(session)
+    _put_state(session, COUNT_KEY, whole, whole)
     _put_state(session, COUNTED_AT_KEY, version, version)
 
 

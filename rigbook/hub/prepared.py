@@ -15,8 +15,8 @@ The JSON board's ``next`` link is absolute, of the request's scheme and host: th
 document up to the link (it ends with :data:`OPEN_NEXT`) and the read ends it (:func:`finish_board`).
 
 Rows carry the renderer that made them (:data:`MADE_BY`, a digest of the hub's code and
-templates): a hub that starts on rows another renderer made, on recipes with none, or on board
-rows of another write version, prepares them again before it serves (:func:`prepare_stale`). A
+templates): a hub that starts on rows another renderer made, or on recipes with none, prepares
+them again before it serves, and the board's default pages always (:func:`prepare_stale`). A
 page that fails to render leaves no row, and its route renders it on each read instead (which then
 answers what the failure was).
 """
@@ -44,6 +44,7 @@ from rigbook.hub.leaderboard import (
     board_head,
     board_items,
     board_version,
+    recount,
 )
 from rigbook.hub.models import PreparedRow, RecipeRow
 from rigbook.hub.pages import BOARD_PAGE, board_html, render_page
@@ -169,27 +170,20 @@ def watch(sessions: sessionmaker[Session]) -> None:
 
 def prepare_stale(sessions: sessionmaker[Session]) -> int:
     """Prepare every recipe whose JSON has no row of this renderer, and the board's default pages
-    unless both have rows of this renderer and of the current write version; returns how many
-    recipes."""
+    from a fresh count of their numbers (a migration, or code older than this, may have changed
+    the board without keeping either); returns how many recipes."""
     with sessions() as session:
         slugs = set(session.scalars(select(RecipeRow.slug)).all())
         current = set(
             session.scalars(select(PreparedRow.path).where(PreparedRow.made_by == MADE_BY)).all()
         )
-        board = session.scalars(
-            select(PreparedRow.path).where(
-                PreparedRow.path.in_(BOARD_PATHS),
-                PreparedRow.made_by == MADE_BY,
-                PreparedRow.version == board_version(session),
-            )
-        ).all()
     stale = sorted(s for s in slugs if json_path(s) not in current)
     for start in range(0, len(stale), STALE_BATCH):
         with writing(sessions) as session:
             prepare(session, stale[start : start + STALE_BATCH])
-    if len(board) < len(BOARD_PATHS):
-        with writing(sessions) as session:
-            prepare_board(session)
+    with writing(sessions) as session:
+        recount(session)
+        prepare_board(session)
     return len(stale)
 
 
