@@ -16,6 +16,8 @@ Then a ladder of open-loop rates (request i due at start + i/rate, latency count
 due), hub and baseline alternately at each rate, each until it first misses p99 <= ``--p99-ms``
 with 0 errors. The table gives each target's highest rate that held, for the hub and the baseline,
 and their ratio. The load generator runs on the same machine, so both rates include its cost.
+Under the table, per database, the time of one publish (a new revision of a seeded recipe, written
+and rendered in its transaction, on the hub the ladders read; measured after them).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pickle
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,24 +39,29 @@ from pathlib import Path
 
 import httpx
 import psutil
-from sqlalchemy import create_engine, insert, select, text
+from sqlalchemy import create_engine, delete, insert, select, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import load
 
 from rigbook.hub.app import create_app
 from rigbook.hub.models import Base
+from rigbook.hub.repository import put_recipe
 from tests.conftest import free_port
 
 RATES = (100, 200, 400, 700, 1000, 1400, 2000, 2800, 4000)
 WARM_CONNECTIONS = 8
+PUBLISHES = 5
 
 
 def copy_to_postgres(sqlite_url: str, pg_url: str) -> None:
-    """Every row of the seeded SQLite hub into a migrated, empty PostgreSQL hub (ids kept)."""
+    """Every row of the seeded SQLite hub into a migrated PostgreSQL hub (ids kept), in place of
+    the rows it starts with (its empty board's prepared pages)."""
     create_app(pg_url, load_builtin=False).state.engine.dispose()
     source, target = create_engine(sqlite_url), create_engine(pg_url)
     with source.connect() as read, target.begin() as write:
+        for table in reversed(Base.metadata.sorted_tables):
+            write.execute(delete(table))
         for table in Base.metadata.sorted_tables:
             rows = [dict(r) for r in read.execute(select(table)).mappings()]
             for first in range(0, len(rows), 5000):
@@ -193,7 +201,23 @@ def best(rows: list[dict], server: str, p99_ms: float) -> float:
     return top
 
 
-def run_db(db: str, args, root: Path, seeded: Path) -> list[dict]:
+def publish_ms(url: str, recipes: int, results: int) -> float:
+    """Median wall ms of one publish on the hub at ``url``, in this process: a new revision of a
+    seeded recipe (its summary changed), written and rendered (its JSON and page, the board's
+    default pages) in its transaction, over :data:`PUBLISHES` recipes."""
+    app = create_app(url, load_builtin=False, migrate=False)
+    spent = []
+    for i in range(min(PUBLISHES, recipes)):
+        changed = load.record(i, results // recipes) | {"summary": f"published again ({i})"}
+        started = time.perf_counter()
+        put_recipe(app.state.sessions, changed)
+        spent.append(time.perf_counter() - started)
+    app.state.engine.dispose()
+    return statistics.median(spent) * 1000
+
+
+def run_db(db: str, args, root: Path, seeded: Path) -> tuple[list[dict], float]:
+    """The ladder steps on ``db``, and the time of one publish on it (:func:`publish_ms`)."""
     stop_pg = None
     sqlite_url = f"sqlite:///{seeded}"
     try:
@@ -235,12 +259,17 @@ def run_db(db: str, args, root: Path, seeded: Path) -> list[dict]:
                 for row in rows:
                     row["db"] = db
                 out += rows
-            return out
         finally:
             for proc in (hub, base):
                 if proc is not None:
                     os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(timeout=30)
+        if db == "sqlite":  # on a copy: the seeded hub is what PostgreSQL gets next
+            shutil.copyfile(seeded, root / "publish.sqlite3")
+            url = f"sqlite:///{root / 'publish.sqlite3'}"
+        took = publish_ms(url, args.recipes, args.results)
+        print(f"{db}: one publish {took:.1f} ms", file=sys.stderr)
+        return out, took
     finally:
         if stop_pg:
             stop_pg()
@@ -280,6 +309,15 @@ def table(rows: list[dict], bounds: list[float]) -> str:
         + ("" if all(r is not None for r in verdicts) else " (n/a: the baseline held no rate)")
     )
     return "\n".join(lines)
+
+
+def published(publishes: dict[str, float]) -> str:
+    """The time of one publish per database, as lines under the table."""
+    return "\n".join(
+        f"one publish on {db} (a recipe revision, written and rendered; median of "
+        f"{PUBLISHES}): {ms:.1f} ms"
+        for db, ms in publishes.items()
+    )
 
 
 def git(*argv: str) -> str:
@@ -352,12 +390,14 @@ def main() -> None:
             if args.seeded:
                 shutil.copyfile(seeded, args.seeded)
         rows: list[dict] = []
+        publishes: dict[str, float] = {}
         for db in args.db or ["sqlite", "postgresql"]:
-            rows += run_db(db, args, root, seeded)
+            steps, publishes[db] = run_db(db, args, root, seeded)
+            rows += steps
             if args.out:  # each database's rows as soon as they are measured
                 args.out.mkdir(parents=True, exist_ok=True)
                 (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
-        shown = table(rows, args.p99_ms)
+        shown = table(rows, args.p99_ms) + "\n\n" + published(publishes)
         print(
             f"\n{args.workers} workers, {args.recipes} recipes, {args.results} results, "
             f"{args.paths} paths per target, {args.seconds:g} s per rate\n"
@@ -385,6 +425,7 @@ def main() -> None:
                     "ms, achieved rate, the server's CPU ms per answered request, the client's "
                     "CPU share, the load average at its end",
                 },
+                "publish_ms": publishes,
             }
             (args.out / "run.json").write_text(json.dumps(manifest, indent=1) + "\n")
     finally:

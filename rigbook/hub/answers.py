@@ -6,10 +6,11 @@ This layer keeps the whole answer (status 200, its headers, its body) to the hub
 host, scheme) and the write version it was made under (:mod:`rigbook.hub.freshness`), and answers
 from it while this worker's version is fresh. When the version is due to be read again, this layer
 reads it (one read off the event loop, which every request that finds it due waits for). When the
-answer is not held: a recipe's JSON or page is the bytes its last write prepared, one indexed read
-(:mod:`rigbook.hub.prepared`), kept here; anything else goes on to the application, which answers
-and leaves its answer here. So a read sees a write within the version's interval, and a worker
-that wrote sees its write at once (:meth:`VersionGate.expire`).
+answer is not held: a recipe's JSON or page, and the board's default pages (no query string), are
+the bytes the last write prepared, one indexed read (:mod:`rigbook.hub.prepared`), kept here;
+anything else (a board with a query string: a filter, another page or offset) goes on to the
+application, which answers and leaves its answer here. So a read sees a write within the
+version's interval, and a worker that wrote sees its write at once (:meth:`VersionGate.expire`).
 
 Not served here: any method but GET, a request with a body, and every read while a per-address
 read limit is on (each read must be counted).
@@ -25,12 +26,13 @@ from collections import OrderedDict
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import State
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rigbook.hub.api import CACHE_CONTROL
 from rigbook.hub.freshness import VersionGate
 from rigbook.hub.http import PAGE_CSP, SECURITY_HEADERS
-from rigbook.hub.prepared import Prepared, PreparedReader
+from rigbook.hub.prepared import BOARD_PATHS, Prepared, PreparedReader, finish_board
 from rigbook.hub.rates import Limits
 from rigbook.hub.repository import SLUG_RE
 
@@ -110,6 +112,12 @@ def _key(scope: Scope) -> Key | None:
     return (path, scope.get("query_string", b""), host, scope.get("scheme", "http"))
 
 
+def _is_prepared(key: Key) -> bool:
+    # The board's paths only with no query string: any other board read is a worker's slice.
+    path, query = key[0], key[1]
+    return PREPARED_PATHS.fullmatch(path) is not None or (path in BOARD_PATHS and query == b"")
+
+
 def _matches(if_none_match: bytes, etag: bytes) -> bool:
     return any(t.strip() == etag for t in if_none_match.split(b","))
 
@@ -145,14 +153,14 @@ class AnswerLayer:
                 await self.app(scope, receive, send)
                 return
         answer = store.get(version, key)
-        if answer is None and PREPARED_PATHS.fullmatch(key[0]):
-            answer = await self._prepared(key, version)
+        if answer is None and _is_prepared(key):
+            answer = await self._prepared(scope, key, version)
         if answer is not None:
             await self._send(scope, answer, send)
             return
         await self._pass_on(scope, receive, send, key, version)
 
-    async def _prepared(self, key: Key, before: int) -> Answer | None:
+    async def _prepared(self, scope: Scope, key: Key, before: int) -> Answer | None:
         """The prepared answer to ``key``'s path, kept under ``before`` as :meth:`_pass_on` keeps
         one; None when there is none (the application answers: a 404, or a page it renders)."""
         reader: PreparedReader = self.state.prepared
@@ -162,6 +170,12 @@ class AnswerLayer:
             return None
         if found is None:
             return None
+        if key[0] in BOARD_PATHS:
+            # Every write renders the board again: a row older than the version read is one a
+            # write left behind (a hub of older code on this database); the application answers.
+            if found.version < before:
+                return None
+            found = finish_board(found, Request(scope))
         answer = Answer(prepared_headers(found), found.body)
         if self.state.version.last_read() == before:
             self.state.answers.put(before, key, answer)

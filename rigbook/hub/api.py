@@ -7,7 +7,6 @@ per line in ``details``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Annotated, Any
 
@@ -40,6 +39,7 @@ from rigbook.hub.leaderboard import (
     BoardFilters,
     BoardItem,
     EvidenceFilter,
+    board_etag,
     canonical_scope,
 )
 from rigbook.hub.paths import json_path, recipe_etag
@@ -51,6 +51,7 @@ from rigbook.recipe.load import dump_recipe
 from rigbook.recipe.schema import Recipe
 
 MAX_PAGE = 500
+BOARD_LIMIT = 100  # the JSON board's default page size
 # E_INPUT's own remedy is about the CLI's --help; over HTTP, the schema says what is accepted.
 HTTP_REMEDY = (
     "See /openapi.json for the operations of this hub, their methods, parameters and bodies."
@@ -497,7 +498,7 @@ def leaderboard(
     recipe: Annotated[
         str | None, Query(max_length=200, description="One recipe's numbers.")
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = BOARD_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
 ) -> Response:
     """The board a page at a time: grouped by model, hardware, scope and concurrency, measured before claimed,
@@ -522,9 +523,7 @@ def leaderboard(
         evidence=evidence,
         recipe=recipe,
     )
-    query = json.dumps([filters.model_dump(), limit, offset])
-    digest = hashlib.sha256(query.encode()).hexdigest()[:16]
-    etag = f'W/"{written(request).version()}-{digest}"'
+    etag = board_etag(written(request).version(), filters, limit, offset)
     if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
         return cached_answer(request, etag, None)
     boards: RankedBoards = request.app.state.boards
@@ -537,5 +536,8 @@ def leaderboard(
         offset=offset,
         next=next_url(request, offset, len(found.items), found.total, limit),
     )
-    etag = f'W/"{found.version}-{digest}"'
-    return cached_answer(request, etag, page.model_dump_json().encode())
+    return cached_answer(
+        request,
+        board_etag(found.version, filters, limit, offset),
+        page.model_dump_json().encode(),
+    )

@@ -10,7 +10,9 @@ function that finds its points in a recipe (:func:`register`).
 
 ``hub_state.board_version`` changes with every board write, so every worker
 and instance on one database agrees on the board's ETag and on what a cached
-page may be reused for.
+page may be reused for. ``hub_state`` also keeps how many numbers the default
+board has (:func:`default_total`), so a write renders that board's first page
+without counting every number.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field, field_validator
-from sqlalchemy import CursorResult, delete, func, insert, select, text, update
+from sqlalchemy import CursorResult, Select, delete, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from rigbook.hub.admission import MEASURED
@@ -35,6 +37,10 @@ CLAIMED: Final = "claimed"
 Evidence = Literal["consistent-with-journal", "measured-unverified", "claimed"]
 EvidenceFilter = Literal["consistent-with-journal", "measured-unverified", "claimed", "measured"]
 VERSION_KEY = "board_version"
+DEFAULT_METRIC = "decode_tok_s"
+# How many numbers the default board has, and the version that count is of (default_total).
+COUNT_KEY = "board_default_count"
+COUNTED_AT_KEY = "board_default_counted_at"
 # Up to this many partitions of one metric, model and hardware, a write reranks each on its own
 # (each statement reads only its partition's rows); past it, all of them in one statement.
 RERANK_ONE_BY_ONE = 8
@@ -104,7 +110,7 @@ class BoardItem(BaseModel):
 class BoardFilters(BaseModel):
     """What ``GET /api/v1/leaderboard.json`` filters on."""
 
-    metric: str = "decode_tok_s"
+    metric: str = DEFAULT_METRIC
     scope: str | None = None
     model: str | None = None
     card: str | None = None
@@ -370,17 +376,60 @@ def _rerank_touched(session: Session, touched: set[tuple]) -> None:
             _rerank_group(session, *group)
 
 
-def _bump_version(session: Session) -> None:
+def _put_state(session: Session, key: str, value: Any, first: int) -> None:
+    """Set the counter ``key`` to ``value`` (an expression on its column adds in the statement, so
+    a concurrent writer's change is kept); ``first`` when there is none yet."""
     # An UPDATE's result is a CursorResult; Session.execute is typed as returning Result.
     changed = cast(
         "CursorResult[Any]",
-        session.execute(
-            update(StateRow).where(StateRow.key == VERSION_KEY).values(value=StateRow.value + 1)
-        ),
+        session.execute(update(StateRow).where(StateRow.key == key).values(value=value)),
     ).rowcount
     if not changed:
-        session.add(StateRow(key=VERSION_KEY, value=1))
+        session.add(StateRow(key=key, value=first))
         session.flush()
+
+
+def _state(session: Session, key: str) -> int | None:
+    return session.scalar(select(StateRow.value).where(StateRow.key == key))
+
+
+def _bump_version(session: Session) -> None:
+    _put_state(session, VERSION_KEY, StateRow.value + 1, 1)
+
+
+def _default_rows(session: Session) -> int:
+    board = BoardRow.__table__
+    query = select(func.count()).select_from(board).where(board.c.metric == DEFAULT_METRIC)
+    return session.scalar(query) or 0
+
+
+def _keep_count(session: Session, change: int) -> None:
+    """Keep the count of the default board's numbers for the version this write just made:
+    moved by ``change`` when it was kept for the version before, else counted whole (the first
+    write, or a board that code which does not keep it wrote). After the version's bump, so
+    concurrent writers come here one at a time, each seeing the one before."""
+    version = board_version(session)
+    if _state(session, COUNTED_AT_KEY) != version - 1:
+        recount(session)
+        return
+    _put_state(session, COUNT_KEY, StateRow.value + change, change)
+    _put_state(session, COUNTED_AT_KEY, version, version)
+
+
+def recount(session: Session) -> None:
+    """Count the default board's numbers whole, for the current version (a hub starting: a
+    migration may have changed the board without keeping the count)."""
+    whole, version = _default_rows(session), board_version(session)
+    _put_state(session, COUNT_KEY, whole, whole)
+    _put_state(session, COUNTED_AT_KEY, version, version)
+
+
+def default_total(session: Session) -> int:
+    """How many numbers the default board (metric ``decode_tok_s``, no filter) has: the count its
+    writes keep for the current version, else counted."""
+    if _state(session, COUNTED_AT_KEY) == board_version(session):
+        return _state(session, COUNT_KEY) or 0
+    return _default_rows(session)
 
 
 def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
@@ -426,6 +475,8 @@ def write_board(session: Session, recipe: Recipe, revision_no: int) -> None:
         session.execute(insert(BoardRow), rows)
     _rerank_touched(session, touched)
     _bump_version(session)
+    mine = sum(1 for r in rows if r["metric"] == DEFAULT_METRIC)
+    _keep_count(session, mine - sum(1 for r in old if r.metric == DEFAULT_METRIC))
 
 
 def board_version(session: Session) -> int:
@@ -438,10 +489,10 @@ def board_version(session: Session) -> int:
     )
 
 
-def board_ids(session: Session, filters: BoardFilters) -> list[int]:
-    """The ids of every row that matches ``filters``, grouped by model, hardware, scope and
-    concurrency, measured first, then by rank: the whole board of one filter key in one query of
-    ids only (a page of it is a slice, with no deep ``OFFSET``; :func:`board_items` reads it)."""
+def _board_query(filters: BoardFilters) -> Select[tuple[int]]:
+    """The ids of every row that matches ``filters``, in board order: grouped by model, hardware,
+    scope and concurrency, measured first, then by rank (a total order: ranks are unique within a
+    group, so any prefix of it is the same rows in the same order)."""
     board = BoardRow.__table__
     query = select(board.c.id).where(board.c.metric == filters.metric)
     if filters.scope is not None:
@@ -463,7 +514,26 @@ def board_ids(session: Session, filters: BoardFilters) -> list[int]:
     if filters.recipe:
         query = query.where(board.c.slug == filters.recipe)
     order = (board.c.model, board.c.card, board.c.device_count, board.c.scope, board.c.concurrency)
-    return list(session.scalars(query.order_by(*order, board.c.measured.desc(), board.c.rank)))
+    return query.order_by(*order, board.c.measured.desc(), board.c.rank)
+
+
+def board_ids(session: Session, filters: BoardFilters) -> list[int]:
+    """The whole board of one filter key in one query of ids only (a page of it is a slice, with
+    no deep ``OFFSET``; :func:`board_items` reads it)."""
+    return list(session.scalars(_board_query(filters)))
+
+
+def board_head(session: Session, limit: int) -> tuple[int, list[int]]:
+    """``(total, the first limit ids)`` of the default board: its first page, in the order
+    :func:`board_ids` gives, without reading every id (a write renders it)."""
+    return default_total(session), list(session.scalars(_board_query(BoardFilters()).limit(limit)))
+
+
+def board_etag(version: int, filters: BoardFilters, limit: int, offset: int) -> str:
+    """The ETag of one page of the JSON board: the write version and a digest of what was asked
+    (weak: the page's ``next`` link, so its bytes, differ with the host asked)."""
+    query = json.dumps([filters.model_dump(), limit, offset])
+    return f'W/"{version}-{hashlib.sha256(query.encode()).hexdigest()[:16]}"'
 
 
 def board_items(session: Session, ids: list[int]) -> list[BoardItem]:
@@ -506,5 +576,6 @@ def _item(row: Any) -> BoardItem:
 def rebuild_board(session: Session, recipes: list[tuple[Recipe, int]]) -> None:
     """Write the board of every ``(recipe, revision no)`` afresh (after a migration that changes what it holds)."""
     session.execute(delete(BoardRow))
+    session.execute(delete(StateRow).where(StateRow.key == COUNTED_AT_KEY))  # counted afresh
     for recipe, no in recipes:
         write_board(session, recipe, no)

@@ -41,7 +41,7 @@ from rigbook.hub.leaderboard import (
     signer_revoked_at,
     slo_scope,
 )
-from rigbook.hub.paths import page_path
+from rigbook.hub.paths import PAGE_TYPE, page_etag, page_path
 from rigbook.hub.reproductions import page_entries
 from rigbook.hub.result_charts import Shelf, published_curves, result_charts
 from rigbook.quality.claims import label, needle_claim, recipe_quality, score
@@ -196,7 +196,7 @@ def leaderboard_page(
     metric: Annotated[str, Query(max_length=64)] = "decode_tok_s",
     scope: Annotated[str | None, Query(max_length=300)] = None,
     page: Annotated[int, Query(ge=1, le=10**6)] = 1,
-) -> HTMLResponse:
+) -> Response:
     """The leaderboard a page at a time, one table per model, hardware, scope and concurrency:
     for ``metric=users_at_slo`` one per model, hardware, SLO and profile."""
     if metric not in METRICS:
@@ -212,24 +212,30 @@ def leaderboard_page(
         limit=BOARD_PAGE,
         offset=(page - 1) * BOARD_PAGE,
     )
-    return HTMLResponse(_board_html(filters, page, found.total, found.items))
+    body = board_html(filters, page, found.total, found.items)
+    return cached_answer(request, page_etag(body), body, PAGE_TYPE)
 
 
-def _board_html(filters: BoardFilters, page: int, total: int, items: list[BoardItem]) -> str:
+def board_html(filters: BoardFilters, page: int, total: int, items: list[BoardItem]) -> bytes:
+    """Page ``page`` of the board ``filters`` select: ``items`` of ``total``."""
     groups: dict[tuple, list] = {}
     for item in items:
         groups.setdefault(
             (item.model_name, item.hardware, item.scope, item.concurrency), []
         ).append(item)
     pages = max(1, -(-total // BOARD_PAGE))
-    return templates.get_template("leaderboard.html").render(
-        groups=groups,
-        pairs=shown_conditions,
-        metric=METRICS[filters.metric],
-        metrics=METRICS,
-        scope=filters.scope or "",
-        page=page,
-        pages=pages,
-        model=filters.model or "",
-        card=filters.card or "",
+    return (
+        templates.get_template("leaderboard.html")
+        .render(
+            groups=groups,
+            pairs=shown_conditions,
+            metric=METRICS[filters.metric],
+            metrics=METRICS,
+            scope=filters.scope or "",
+            page=page,
+            pages=pages,
+            model=filters.model or "",
+            card=filters.card or "",
+        )
+        .encode()
     )

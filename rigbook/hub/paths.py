@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import hashlib
 
+JSON_TYPE = "application/json"
+PAGE_TYPE = "text/html; charset=utf-8"
+# The board's default pages (no query string): the JSON's first page and the HTML board's.
+BOARD_JSON = "/api/v1/leaderboard.json"
+BOARD_HTML = "/leaderboard"
+
 
 def json_path(slug: str) -> str:
     return f"/api/v1/recipes/{slug}.json"

@@ -118,6 +118,7 @@ def test_bench_hub_runs_and_prints_its_table(tmp_path):
     # at a bound nothing misses, both held the one rate: the ratio is 1
     assert all(r.split("|")[6].strip() == "10" and r.split("|")[8].strip() == "1.00" for r in rows)
     assert "every ratio at p99 <= 10 ms >= 0.5:" in done.stdout
+    assert "one publish on sqlite (a recipe revision, written and rendered" in done.stdout
     # A run folder as benchmarks/runs keeps them: scripts/benchmarks_index.py reads it.
     from scripts.benchmarks_index import RunManifest
 

@@ -25,6 +25,9 @@ PATHS = (
     f"/r/{SLUG}",
     f"/api/v1/leaderboard.json?recipe={SLUG}",
     f"/api/v1/leaderboard.json?recipe={SLUG}&offset=1&limit=1",
+    # the board's default pages, which the write prepares (the recipe is on their first page)
+    "/api/v1/leaderboard.json",
+    "/leaderboard",
 )
 MAX_READS = 200
 
