@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import resource
@@ -246,7 +247,7 @@ async def open_loop(url: str, target: Target, rate: float, seconds: float) -> di
             status = await asyncio.wait_for(fetch(host, int(port), pool, target.paths()), 30)
             if status != 200:
                 errors += 1
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError):
+        except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
             errors += 1
         latencies.append(time.perf_counter() - due)
 
@@ -281,10 +282,8 @@ def drain(url: str, limit_s: float = 120) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         start = time.monotonic()
-        try:
+        with contextlib.suppress(httpx.HTTPError):
             httpx.get(url + "/static/hub.css", timeout=limit_s)
-        except httpx.HTTPError:
-            pass
         if time.monotonic() - start < 0.2:
             return
         time.sleep(1)
