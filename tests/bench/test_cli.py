@@ -1,4 +1,6 @@
-"""`rigbook bench` and `rigbook report` as a user runs them: real processes, real sockets, real signals."""
+"""`rigbook bench` and `rigbook report` as a user runs them, on real sockets: through the CLI's entry
+point in this process where what is tested is what a command prints, writes and exits with; as
+real processes where it is a signal or a kill."""
 
 from __future__ import annotations
 
@@ -18,17 +20,19 @@ from tests.bench.helpers import (
     bench_args,
     follows_from_records,
     recorded,
-    rigbook,
     served_as_recorded,
     start_bench,
     synthetic_server,
 )
 from tests.conftest import free_port
+from tests.in_process import rigbook_here as rigbook
 
 
 @pytest.fixture(scope="module")
 def url():
-    with synthetic_server("--rate 400 --tokens-per-chunk 3 --stall-s 2") as base:
+    # 2,000 tok/s: a 400-token reply takes 0.2 s, and the 200 40-token requests a signal test
+    # starts still run for seconds after its third.
+    with synthetic_server("--rate 2000 --tokens-per-chunk 3 --stall-s 2") as base:
         yield base
 
 
@@ -186,7 +190,7 @@ def test_default_out_is_under_rigbook_home(url, rigbook_home):
         "10",
         "--warmup",
         "0",
-        env={**os.environ, "RIGBOOK_HOME": str(rigbook_home)},
+        env={"RIGBOOK_HOME": str(rigbook_home)},
     )
     assert p.returncode == 0, p.stderr
     path = Path(p.stdout.strip().splitlines()[-1])

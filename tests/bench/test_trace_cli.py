@@ -10,7 +10,8 @@ import pytest
 
 from rigbook.bench.result import load_result
 from rigbook.codes import CODES, Code
-from tests.bench.helpers import recorded, rigbook, synthetic_server
+from tests.bench.helpers import recorded, synthetic_server
+from tests.in_process import rigbook_here as rigbook
 
 HOP_S = 0.5
 
@@ -41,12 +42,12 @@ def _mooncake(n: int, gap_ms: int) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _bench(url: str, out, *options: str, timeout: float = 240):
+def _bench(url: str, out, *options: str):
     args = ["bench", url, "--model", "synthetic", "--profile", "quick", "--warmup", "0"]
-    return rigbook(*args, "--out", str(out), "--json", *options, timeout=timeout)
+    return rigbook(*args, "--out", str(out), "--json", *options)
 
 
-def _check_replay(url, trace_text: str, n: int, speed: float, tmp_path, timeout: float = 240):
+def _check_replay(url, trace_text: str, n: int, speed: float, tmp_path):
     file = tmp_path / "trace.jsonl"
     file.write_text(trace_text)
     httpx.post(url + "/_reset")
@@ -61,7 +62,6 @@ def _check_replay(url, trace_text: str, n: int, speed: float, tmp_path, timeout:
         str(speed),
         "--max-lag-ms",
         "1000",
-        timeout=timeout,
     )
     assert p.returncode == 0, p.stdout + p.stderr
     result = load_result(tmp_path / "r.json")
@@ -100,14 +100,15 @@ def test_a_short_mooncake_trace_replays_on_time(url, tmp_path):
 
 
 @pytest.mark.e2e
-def test_500_requests_at_a_few_a_second_state_their_lag(url, tmp_path):
-    """500 requests, 100 ms apart in the trace, replayed at speed 0.5: five a second for
-    100 s. Every request's lag is stated, and its percentiles are those of the stated lags. How
-    large it is depends on the machine's load: the test prints it, and asserts no bound."""
-    result = _check_replay(url, _mooncake(500, 100), 500, 0.5, tmp_path, timeout=400)
+def test_500_requests_at_fifty_a_second_state_their_lag(url, tmp_path):
+    """500 requests, 100 ms apart in the trace, replayed at speed 5: fifty a second for 10 s
+    (the scheduler still sleeps between any two). Every request's lag is stated, and its
+    percentiles are those of the stated lags. How large it is depends on the machine's load: the
+    test prints it, and asserts no bound."""
+    result = _check_replay(url, _mooncake(500, 100), 500, 5.0, tmp_path)
     lag = result.cells[0].trace.lag
     print(
-        f"trace replay of 500 requests at 5/s: lag p50 {lag.p50_ms:.2f} ms, p99 {lag.p99_ms:.2f} ms"
+        f"trace replay of 500 requests at 50/s: lag p50 {lag.p50_ms:.2f} ms, p99 {lag.p99_ms:.2f} ms"
     )
     lags = result.cells[0].trace.lag_ms
     # each request's lag is kept to the microsecond

@@ -23,13 +23,13 @@ from tests.bench.helpers import (
     bench,
     follows_from_records,
     recorded,
-    rigbook,
     signalled,
     start_bench,
     synthetic_server,
 )
+from tests.in_process import rigbook_here as rigbook
 
-RATE = 100.0  # tok/s per request, one token per event, no slow-down with concurrency
+RATE = 200.0  # tok/s per request, one token per event, no slow-down with concurrency
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +148,7 @@ def test_a_sustained_cell_in_two_workers_counts_what_the_server_sent(url, tmp_pa
 def _bench_cli(url: str, out: Path, mode: str = "--requests 4") -> subprocess.Popen:
     """Two workers, two streams each, 8-token replies (4 s each from ``slow_url``); ``mode`` is
     --requests N or --duration S."""
+    httpx.post(url + "/_reset")
     return start_bench(
         url, out, f"--concurrency 4 --max-tokens 8 {mode} --warmup 0 --workers 2 --json"
     )
@@ -160,15 +161,17 @@ def _is_worker(p: psutil.Process) -> bool:
         return False
 
 
-def _streaming(proc: subprocess.Popen, out: Path) -> list[psutil.Process]:
-    """Wait until the cell has started and its two workers are streaming; returns the workers."""
+def _streaming(proc: subprocess.Popen, url: str, out: Path) -> list[psutil.Process]:
+    """Wait until the cell has started and the server is sending tokens on all four of its
+    streams (so in both workers); returns the workers."""
     deadline = time.monotonic() + 60
     journal = journal_path(out)
     while time.monotonic() < deadline:
         workers = [p for p in psutil.Process(proc.pid).children() if _is_worker(p)]
         if len(workers) == 2 and journal.exists() and "cell_start" in journal.read_text():
-            time.sleep(1.5)  # tokens flowing in both
-            return workers
+            own = recorded(url)
+            if len(own) == 4 and all(s["tokens"] for s in own):
+                return workers
         time.sleep(0.1)
     proc.kill()
     raise AssertionError("the cell did not start")
@@ -178,7 +181,7 @@ def _streaming(proc: subprocess.Popen, out: Path) -> list[psutil.Process]:
 def test_a_signal_stops_a_two_worker_cell_within_seconds(slow_url, tmp_path, sig):
     out = tmp_path / "r.json"
     proc = _bench_cli(slow_url, out)
-    workers = _streaming(proc, out)
+    workers = _streaming(proc, slow_url, out)
     took, stdout, err = signalled(proc, sig)
     assert proc.returncode == 128 + sig, err[-2000:]
     assert took < 5, took
@@ -193,7 +196,7 @@ def test_a_signal_stops_a_two_worker_cell_within_seconds(slow_url, tmp_path, sig
 def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp_path):
     out = tmp_path / "r.json"
     proc = _bench_cli(slow_url, out)
-    victim = _streaming(proc, out)[1]
+    victim = _streaming(proc, slow_url, out)[1]
     victim.send_signal(signal.SIGKILL)
     stdout, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err[-2000:]
@@ -216,7 +219,7 @@ def test_a_killed_worker_fails_its_requests_and_the_run_still_ends(slow_url, tmp
 def test_a_killed_worker_in_a_sustained_cell_fails_its_streams(slow_url, tmp_path):
     out = tmp_path / "r.json"
     proc = _bench_cli(slow_url, out, "--duration 3")
-    victim = _streaming(proc, out)[1]
+    victim = _streaming(proc, slow_url, out)[1]
     victim.send_signal(signal.SIGKILL)
     _stdout, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err[-2000:]
@@ -232,8 +235,9 @@ def test_a_killed_worker_in_a_sustained_cell_fails_its_streams(slow_url, tmp_pat
 
 
 @pytest.mark.parametrize("n", ["0", "-1"])
-def test_workers_below_one_is_an_input_error(tmp_path, n):
-    p = rigbook("bench", "http://127.0.0.1:9", "--workers", n, "--json", timeout=60, cwd=tmp_path)
+def test_workers_below_one_is_an_input_error(tmp_path, monkeypatch, n):
+    monkeypatch.chdir(tmp_path)
+    p = rigbook("bench", "http://127.0.0.1:9", "--workers", n, "--json")
     assert p.returncode == 2 and json.loads(p.stdout)["error"]["code"] == "E_INPUT", p.stdout
 
 

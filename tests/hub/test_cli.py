@@ -19,6 +19,7 @@ from rigbook.hub.auth import create_token
 from rigbook.recipe.catalog import list_recipes
 from tests.conftest import free_port
 from tests.hub.helpers import SMALL_SLUG, live_hub, make_result, point_conditions, served_workers
+from tests.in_process import rigbook_here
 
 
 def rigbook(*args: str):
@@ -265,12 +266,8 @@ def test_serve_on_a_taken_port_fails_with_e_port(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "rigbook", "hub", "serve", "--port", str(port)],
-            timeout=60,
-            env=os.environ | {"RIGBOOK_HOME": str(tmp_path)},
-            capture_output=True,
-            text=True,
+        done = rigbook_here(
+            "hub", "serve", "--port", str(port), env={"RIGBOOK_HOME": str(tmp_path)}
         )
     assert (
         done.returncode == 2
@@ -281,12 +278,7 @@ def test_serve_on_a_taken_port_fails_with_e_port(tmp_path):
 
 def test_token_create_prints_the_token_alone_and_list_and_revoke_work(tmp_path):
     db = f"sqlite:///{tmp_path / 'hub.sqlite3'}"
-    made = subprocess.run(
-        [sys.executable, "-m", "rigbook", "hub", "token", "create", "ci", "--db", db],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    made = rigbook_here("hub", "token", "create", "ci", "--db", db)
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     assert (

@@ -10,6 +10,7 @@ from rigbook.launch.planner import build_plan
 from rigbook.launch.run import run_fetch_steps
 from rigbook.recipe import load_recipe_file
 from tests.conftest import free_port
+from tests.in_process import rigbook_here
 from tests.launch.helpers import GUIDE, RIG_2X, rigbook, write_recipe
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
@@ -93,9 +94,13 @@ def test_an_earlier_runs_log_line_does_not_explain_a_new_failure(tmp_path, rigbo
 
 
 def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_path, rigbook_home):
-    # The first launch's script dry run marks that it runs, then takes a while: its fetch step is in progress.
+    # The first launch's script dry run marks that it runs, then holds its fetch step in progress
+    # until the test has tried the second (or a minute has passed).
     slow = (
-        "import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close(); time.sleep(20)\n"
+        "import os, sys, time\nif os.environ.get('DRY_RUN'):\n    open(os.environ['MARK'], 'w').close()\n"
+        "    end = time.monotonic() + 60\n"
+        "    while not os.path.exists(os.environ['MARK'] + '.go') and time.monotonic() < end:\n"
+        "        time.sleep(0.05)\n"
         "else:\n    sys.exit(3)\n"
     )
     marks = [tmp_path / "first.mark", tmp_path / "second.mark"]
@@ -128,11 +133,12 @@ def test_a_second_up_on_the_same_slot_is_refused_before_it_fetches_anything(tmp_
         while not marks[0].exists() and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.1)
         assert marks[0].exists(), "the first launch did not reach its fetch step"
-        second = rigbook("up", str(paths[1]), "--yes", "--json", "--allow", "env:MARK")
+        second = rigbook_here("up", str(paths[1]), "--yes", "--json", "--allow", "env:MARK")
         error = json.loads(second.stdout)["error"]
         assert error["code"] == "E_LOCKED" and "'first'" in error["message"]
         assert not marks[1].exists() and not (rigbook_home / "repos" / "second").exists()
     finally:
+        Path(f"{marks[0]}.go").touch()
         first.wait(timeout=60)
     # The first one failed at its start: its lock is gone with it.
     assert json.loads(first.stdout.read())["error"]["code"] == "E_ENGINE_EXIT"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.bench.helpers import synthetic_server
-from tests.launch.helpers import rigbook
+from tests.in_process import rigbook_here as rigbook
 from tests.reproduce.test_synthetic import truth_recipe
 
 SEED = "glm-5-3-flash-qad-csf-on-2x-rtx-pro-6000-blackwell-tp2-dcp2-mtp3"
@@ -56,7 +56,8 @@ def test_bad_levels_are_input_errors() -> None:
 
 
 def test_the_whole_loop_prints_the_verdict_table(tmp_path: Path) -> None:
-    with synthetic_server("--rate 20 --falloff 0 --tokens-per-chunk 1") as url:
+    # 80 tok/s: each repeat's two 16-token replies take a fifth of a second each.
+    with synthetic_server("--rate 80 --falloff 0 --tokens-per-chunk 1") as url:
         recipe = truth_recipe(tmp_path, url, [21.0])
         done = rigbook(
             "reproduce",

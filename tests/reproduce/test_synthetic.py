@@ -49,7 +49,8 @@ def truth_recipe(tmp_path: Path, url: str, claims: list[float]) -> Path:
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("truth")
-    # One token an event, 50 ms apart: room for a loaded machine's scheduling.
+    # One token an event, 50 ms apart: room for a loaded machine's scheduling; eleven gaps a
+    # reply are a rate.
     with synthetic_server(f"--rate {TRUTH:g} --falloff 0 --tokens-per-chunk 1") as url:
         recipe = truth_recipe(tmp, url, [TRUTH * 1.05])
         rep = reproduce(
@@ -58,7 +59,7 @@ def reproduced(tmp_path_factory):
                 out_dir=tmp / "out",
                 profile="quick",
                 concurrency=[1],
-                max_tokens=24,
+                max_tokens=12,
                 requests=2,
                 max_repeats=6,
                 unattended=True,
@@ -107,7 +108,7 @@ def test_a_claim_inside_the_interval_is_not(reproduced, tmp_path: Path) -> None:
     inside, outside = (iv.low + iv.high) / 2, iv.high * 1.01
     recipe = truth_recipe(tmp_path, "http://127.0.0.1:1", [inside, outside])
     claims = plan_claims(
-        resolve_recipe(str(recipe)), str(recipe), profile="quick", max_tokens=24
+        resolve_recipe(str(recipe)), str(recipe), profile="quick", max_tokens=12
     ).claims
     rows, _ = verdict_rows(result, source_from_result(rep.result, result), claims)
     calls = {row.claim_tok_s: row.call for row in rows}
