@@ -41,7 +41,7 @@ def url():
 
 def _bench(url: str, out: Path, *options: str) -> BenchResult:
     args = ["bench", url, "--model", MODEL_ID, "--profile", "quick", "--warmup", "0"]
-    p = helpers.rigbook(*args, *options, "--out", str(out), "--json", timeout=900)
+    p = helpers.rigbook_here(*args, *options, "--out", str(out), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     return load_result(out)
 
@@ -49,7 +49,7 @@ def _bench(url: str, out: Path, *options: str) -> BenchResult:
 def _replay(url: str, tmp_path: Path, shared: bool) -> BenchResult:
     rows = [
         {
-            "timestamp": i * 1000,
+            "timestamp": i * 250,
             "input_length": 2 * BLOCK + 40 + i,
             "output_length": 4,
             "hash_ids": [1, 2] if shared else [],

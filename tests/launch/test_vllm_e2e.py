@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.bench.helpers import rigbook_here
 from tests.conftest import free_port
 from tests.launch.helpers import rigbook
 
@@ -84,19 +85,19 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
     assert f"LIVE on port {port}" in done.stdout and "model smollm2-135m-instruct" in done.stdout
     assert "engine 0.32.0" in done.stdout  # from /version
     assert "-m vllm.entrypoints.openai.api_server" in done.stdout + done.stderr  # the command shown
-    runs = json.loads(rigbook("status", "--json").stdout)
+    runs = json.loads(rigbook_here("status", "--json").stdout)
     pgid = runs[0]["pid"]
     try:
         assert [(r["name"], r["healthy"]) for r in runs] == [("vllm-e2e", True)]
         engine = group(pgid)
         assert titles(engine) == {"VLLM::EngineCore", "VLLM::Worker"}
 
-        smoked = rigbook("smoke", f"http://127.0.0.1:{port}", "--json")
+        smoked = rigbook_here("smoke", f"http://127.0.0.1:{port}", "--json")
         assert smoked.returncode == 0 and json.loads(smoked.stdout)["reply"], smoked.stderr
 
         out = tmp_path / "vllm.json"
         # A long stall limit: on a loaded two-core box four prompts' first tokens can take a minute.
-        bench = rigbook(
+        bench = rigbook_here(
             "bench",
             f"http://127.0.0.1:{port}",
             "--profile",
@@ -111,7 +112,6 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
             RECIPE,
             "--out",
             str(out),
-            timeout=1800,
         )
         assert bench.returncode == 0, bench.stdout + bench.stderr
         result = json.loads(out.read_text())
@@ -129,11 +129,11 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
         measured = [r for r in four["requests"] if not r["warmup"]]
         assert max(r["first_token_s"] for r in measured) < min(r["done_s"] for r in measured)
 
-        report = rigbook("report", str(out), "--out", str(tmp_path / "report"))
+        report = rigbook_here("report", str(out), "--out", str(tmp_path / "report"))
         assert report.returncode == 0, report.stderr
         assert "vllm 0.32.0" in (tmp_path / "report" / "report.md").read_text()
 
-        compared = rigbook("compare", str(out), str(LLAMA_CPP_RESULT), "--json")
+        compared = rigbook_here("compare", str(out), str(LLAMA_CPP_RESULT), "--json")
         if result["perf_points"]:
             assert compared.returncode == 0, compared.stderr + compared.stdout
             text = compared.stdout
@@ -152,7 +152,7 @@ def test_vllm_recipe_up_bench_report_compare_down(tmp_path: Path, vllm_env):
         for p in engine
         if psutil.pid_exists(p.pid)
     )
-    assert json.loads(rigbook("status", "--json").stdout) == []
+    assert json.loads(rigbook_here("status", "--json").stdout) == []
 
 
 def test_ctrl_c_while_vllm_starts_stops_engine_core_and_worker(tmp_path: Path, vllm_env):
@@ -184,7 +184,7 @@ def test_ctrl_c_while_vllm_starts_stops_engine_core_and_worker(tmp_path: Path, v
         deadline = time.monotonic() + READY_S
         engine: list[psutil.Process] = []
         while time.monotonic() < deadline and up.poll() is None:
-            runs = json.loads(rigbook("status", "--json").stdout or "[]")
+            runs = json.loads(rigbook_here("status", "--json").stdout or "[]")
             engine = group(runs[0]["pid"]) if runs else []
             if "VLLM::Worker" in titles(engine):
                 break
@@ -198,7 +198,7 @@ def test_ctrl_c_while_vllm_starts_stops_engine_core_and_worker(tmp_path: Path, v
     assert up.returncode == 130, out + err
     time.sleep(1)
     assert [p for p in engine if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
-    assert json.loads(rigbook("status", "--json").stdout) == []
+    assert json.loads(rigbook_here("status", "--json").stdout) == []
 
 
 def test_a_missing_model_folder_is_e_model_path_from_vllm_own_log(tmp_path: Path, vllm_env):
@@ -223,4 +223,4 @@ def test_a_missing_model_folder_is_e_model_path_from_vllm_own_log(tmp_path: Path
     assert error["code"] == "E_MODEL_PATH", error
     assert str(empty / "smollm2-135m-instruct-bf16") in error["message"]
     assert "make setup-vllm" in error["remedy"]
-    assert json.loads(rigbook("status", "--json").stdout) == []
+    assert json.loads(rigbook_here("status", "--json").stdout) == []

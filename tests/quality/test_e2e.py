@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -17,16 +15,13 @@ from rigbook.quality import result as quality_result
 from rigbook.quality.extract import extract_letter
 from rigbook.quality.stats import mcnemar_exact_p
 from rigbook.quality.suite_spec import load_suite
+from tests.bench.helpers import rigbook_here as rigbook
 
 # A 2048-token prefill on a shared two-core machine can take minutes.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 CPU_RECIPE = "smollm2-135m-instruct-q4-1-on-cpu-llama-cpp"
-
-
-def rigbook(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rigbook", *args], capture_output=True, text=True, timeout=900
-    )
+# Enough questions for answers to differ between the sides; every figure is recomputed from them.
+AGREE_N = 6
 
 
 def test_needle_at_the_recipes_context(llama_server, tmp_path):
@@ -115,17 +110,20 @@ def test_agree_with_itself(llama_server, tmp_path):
     100 %."""
     url, model_id = llama_server
     out = tmp_path / "agree.json"
-    p = rigbook("agree", url, url, "--n", "12", "--out", str(out), "--json")
+    p = rigbook("agree", url, url, "--n", str(AGREE_N), "--out", str(out), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     res = quality_result.load(out)
     s, c = res.summary, res.conditions
     assert (
-        res.complete and c.suite.name == "generated" and c.suite.version == "v1" and c.suite.n == 12
+        res.complete
+        and c.suite.name == "generated"
+        and c.suite.version == "v1"
+        and c.suite.n == AGREE_N
     )
-    assert c.suite.questions_hash == load_suite("generated", 12, 0).info.questions_hash
+    assert c.suite.questions_hash == load_suite("generated", AGREE_N, 0).info.questions_hash
     assert c.a.model == c.b.model == model_id and c.sampling.temperature == 0
-    assert s.asked == s.counted == 12 and s.failed == 0
-    questions = {q.id: q for q in load_suite("generated", 12, 0).questions}
+    assert s.asked == s.counted == AGREE_N and s.failed == 0
+    questions = {q.id: q for q in load_suite("generated", AGREE_N, 0).questions}
     for o in res.questions:
         for side in (o.a, o.b):
             assert side.letter == extract_letter(side.reply, len(questions[o.id].options))
@@ -133,7 +131,7 @@ def test_agree_with_itself(llama_server, tmp_path):
     assert s.a_correct == sum(bool(o.a.correct) for o in res.questions)
     assert s.b_correct == sum(bool(o.b.correct) for o in res.questions)
     differing = [o.id for o in res.questions if o.a.letter != o.b.letter]
-    assert s.differing == differing and s.agree == 12 - len(differing)
+    assert s.differing == differing and s.agree == AGREE_N - len(differing)
     only_a = sum(bool(o.a.correct) and not o.b.correct for o in res.questions)
     only_b = sum(bool(o.b.correct) and not o.a.correct for o in res.questions)
     assert (s.only_a_correct, s.only_b_correct) == (only_a, only_b)
