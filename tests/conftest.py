@@ -32,7 +32,7 @@ REAL_IO = re.compile(
 )
 # Tests that run in one process after the parallel rest (`make test` runs both): docker's, whose
 # daemon is one per host and stopped by the worker that started it, which two workers would fight
-# over. Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
+# over, and a module marked serial itself (one engine shared by its tests). Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
 # pytest-xdist's own xdist_group does not hold on pytest 9 (it renames the node id by an
 # attribute pytest 9 no longer reads).
 SERIAL_FIXTURES = {"docker_daemon", "engine_image"}

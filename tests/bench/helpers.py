@@ -60,21 +60,6 @@ def rigbook(*args: str, timeout: float = 240, **kw) -> subprocess.CompletedProce
     )
 
 
-def rigbook_here(*args: str) -> subprocess.CompletedProcess:
-    """`rigbook` with ``args`` run in this process by Typer's runner, its output captured as
-    text: the command as typed, without a second interpreter starting and importing rigbook
-    (seconds of a loaded core per call). An exception the command did not turn into an exit
-    code is raised here."""
-    from typer.testing import CliRunner
-
-    from rigbook.cli.app import app
-
-    done = CliRunner().invoke(app, list(args))
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
-    return subprocess.CompletedProcess(list(args), done.exit_code, done.stdout, done.stderr)
-
-
 def start_bench(url: str, out: Path, options: str) -> subprocess.Popen:
     """`rigbook bench` as its own process, output piped, for a test to signal or kill."""
     return subprocess.Popen(

@@ -26,6 +26,7 @@ import pytest
 from rigbook.bench.result import BenchResult, Speculation, load_result
 from tests.bench import helpers
 from tests.conftest import embedded_model_path, free_port
+from tests.in_process import rigbook_here
 
 # Starting a server and a few benches on shared cores can outlast the suite's 300 s per test.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -100,7 +101,7 @@ def llama_server(*spec_args: str):
 def bench(url: str, out: Path, *options: str) -> tuple[BenchResult, str]:
     """A bench at concurrency 1 with no warmup; the result and what the terminal showed."""
     args = ["bench", url, "--model", MODEL_ID, "--concurrency", "1", "--warmup", "0"]
-    p = helpers.rigbook_here(*args, *options, "--out", str(out))
+    p = rigbook_here(*args, *options, "--out", str(out))
     assert p.returncode == 0, p.stdout + p.stderr
     return load_result(out), p.stderr
 
@@ -156,7 +157,7 @@ def test_synthetic_acceptance_is_read_back_as_set_and_compare_names_it(tmp_path)
         assert point.conditions is not None
         assert point.conditions.speculative_acceptance_length == s.mean_acceptance_length
         results[length] = out
-    p = helpers.rigbook_here("compare", str(results[3.5]), str(results[1.5]), "--json")
+    p = rigbook_here("compare", str(results[3.5]), str(results[1.5]), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     (pair,) = json.loads(p.stdout)["pairs"]
     gap = pair["points"][0]["acceptance"]
@@ -192,7 +193,7 @@ def test_an_ngram_drafter_accepts_more_on_repetitive_text_and_rigbook_shows_it(t
     assert r.mean_acceptance_length > (p.mean_acceptance_length or 1.0)
     # rigbook shows it: the terminal summary, and the report.
     assert "speculation, C=1:" in shown and "drafted tokens accepted" in shown
-    rep = helpers.rigbook_here(
+    rep = rigbook_here(
         "report", str(tmp_path / "rep.json"), "--out", str(tmp_path / "report"), "--json"
     )
     assert rep.returncode == 0, rep.stderr

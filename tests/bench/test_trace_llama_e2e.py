@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rigbook.bench.result import BenchResult, load_result
-from tests.bench import helpers
 from tests.bench.test_speculation_e2e import MODEL_ID, llama_server_program, serving
 from tests.conftest import embedded_model_path
+from tests.in_process import rigbook_here
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +41,7 @@ def url():
 
 def _bench(url: str, out: Path, *options: str) -> BenchResult:
     args = ["bench", url, "--model", MODEL_ID, "--profile", "quick", "--warmup", "0"]
-    p = helpers.rigbook_here(*args, *options, "--out", str(out), "--json")
+    p = rigbook_here(*args, *options, "--out", str(out), "--json")
     assert p.returncode == 0, p.stdout + p.stderr
     return load_result(out)
 

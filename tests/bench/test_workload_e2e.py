@@ -14,9 +14,9 @@ import pytest
 from rigbook.bench.result import BenchResult, Cell, load_result
 from rigbook.bench.workloads import get_workload
 from rigbook.bench.workloads.sessions import Sessions
-from tests.bench import helpers
 from tests.bench.test_speculation_e2e import MODEL_ID, llama_server_program, serving
 from tests.conftest import embedded_model_path
+from tests.in_process import rigbook_here
 
 # Real engines on shared cores: a shared document's prefill alone takes minutes under load.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
@@ -40,7 +40,7 @@ def bench(
     url: str, out: Path, workload: str, users: int, *options: str
 ) -> tuple[BenchResult, Cell]:
     # A queued request hears nothing until a slot takes it: the stall limit covers the queue.
-    p = helpers.rigbook_here(
+    p = rigbook_here(
         "bench", url, "--model", MODEL_ID, "--profile", "quick", "--workload", workload,
         "--concurrency", str(users), "--stall-timeout", "600", "--out", str(out), "--json",
         *options,

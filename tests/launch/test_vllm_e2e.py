@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.bench.helpers import rigbook_here
 from tests.conftest import free_port
+from tests.in_process import rigbook_here
 from tests.launch.helpers import rigbook
 
 RECIPE = "smollm2-135m-instruct-on-cpu-vllm"

@@ -15,7 +15,7 @@ from rigbook.quality import result as quality_result
 from rigbook.quality.extract import extract_letter
 from rigbook.quality.stats import mcnemar_exact_p
 from rigbook.quality.suite_spec import load_suite
-from tests.bench.helpers import rigbook_here as rigbook
+from tests.in_process import rigbook_here as rigbook
 
 # A 2048-token prefill on a shared two-core machine can take minutes.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]

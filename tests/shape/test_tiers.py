@@ -57,10 +57,8 @@ def test_every_test_has_exactly_one_tier_docker_runs_serially_and_vllm_alone(tmp
     alone = {n for n, (_, more) in found.items() if "alone" in more}
     assert all(n in serial for n in tiers if n.startswith("tests/docker/"))
     assert all(n in alone for n in tiers if n.startswith("tests/launch/test_vllm_e2e.py"))
-    assert (
-        "tests/bench/test_workload_e2e.py::test_vllm_cpu_counts_prefix_cache_hits_of_later_turns"
-        in alone
-    )
+    # A module that shares one vLLM engine among its tests runs serially, so xdist cannot split it.
+    assert all(n in serial for n in tiers if n.startswith("tests/bench/test_vllm_e2e.py"))
     assert not any(
         n in serial | alone for n in tiers if n.startswith("tests/bench/test_llama_e2e.py")
     )
