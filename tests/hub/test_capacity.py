@@ -56,7 +56,9 @@ def _measure(url: str, out: Path, slo: str) -> CapacityResult:
     spec = CapacitySpec(
         slo=parse_slo(slo),
         # The TTFT p90 term would ask 29 requests a probe; what is published does not need them.
-        settings=SearchSettings(rounds=2, reruns=1, max_concurrency=4, max_requests=8),
+        settings=SearchSettings(
+            rounds=2, reruns=1, max_concurrency=4, min_requests=5, max_requests=5
+        ),
         measure=MeasureRequest(
             url=url,
             model="synthetic",
