@@ -9,7 +9,6 @@ canonical JSON of everything else, so an edited file is detected.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Final, Literal
 
@@ -720,11 +719,8 @@ def save_result(result: BenchResult, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     hashed = result if verify_hash(result) else result.with_hash()
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        json.dumps(hashed.model_dump(mode="json", by_alias=True), indent=2, ensure_ascii=False)
-        + "\n",
-        encoding="utf-8",
-    )
+    # pydantic's own encoder: json.dumps with an indent runs in pure Python.
+    tmp.write_text(hashed.model_dump_json(indent=2, by_alias=True) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
 

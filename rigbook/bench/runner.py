@@ -48,6 +48,7 @@ from rigbook.bench.workloads import cache as prefix
 from rigbook.bench.workloads.sessions import Sessions
 from rigbook.bench.workloads.trace_run import replay_cell
 from rigbook.findings import Finding
+from rigbook.openai.http import tls_context
 from rigbook.openai.models import discover, pick_model
 from rigbook.openai.stream import RawRequest
 from rigbook.rig.model import RigSummary
@@ -75,7 +76,7 @@ async def run_bench(
     Setting ``stop`` ends the run early; the result then holds what was measured, ``cut_short``."""
     stop = stop or asyncio.Event()
     info = await asyncio.to_thread(discover, plan.url)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), verify=tls_context()) as client:
         return await _run(
             plan,
             info,

@@ -20,6 +20,8 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, Field
 
+from rigbook.openai.http import tls_context
+
 # Gauges of requests an engine holds: running and queued, summed over their label sets.
 IN_FLIGHT_GAUGES = (
     "vllm:num_requests_running",
@@ -127,7 +129,7 @@ class IdleWait:
         run's Ctrl-C) ends the wait at once."""
         stop = stop or asyncio.Event()
         start = time.monotonic()
-        async with httpx.AsyncClient(timeout=5.0) as client:
+        async with httpx.AsyncClient(timeout=5.0, verify=tls_context()) as client:
             first = await self._read(client)
             if first is None:
                 if after_stopped:

@@ -8,7 +8,6 @@ requests are in the journal beside it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Final, Literal
 
@@ -98,8 +97,10 @@ def save_capacity(result: CapacityResult, path: Path) -> Path:
     """Write the result (hash set) atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    body = result.with_hash().model_dump(mode="json", by_alias=True)
-    tmp.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    # pydantic's own encoder: json.dumps with an indent is pure Python, and the file, every
+    # request included, is written again after each probe.
+    body = result.with_hash().model_dump_json(indent=2, by_alias=True)
+    tmp.write_text(body + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
 

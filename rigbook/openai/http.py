@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+from functools import cache
 from typing import Any
 
 import httpx
@@ -9,6 +11,13 @@ import httpx
 from rigbook.errors import EndpointError
 
 BODY_EXCERPT = 300
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context, made once: each client would otherwise load the CA bundle
+    anew (a tenth of a second of CPU), and a bench or capacity run opens several per cell."""
+    return httpx.create_ssl_context()
 
 
 def request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:

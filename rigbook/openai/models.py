@@ -7,7 +7,7 @@ import httpx
 from pydantic import BaseModel
 
 from rigbook.errors import EndpointError
-from rigbook.openai.http import json_object, request
+from rigbook.openai.http import json_object, request, tls_context
 from rigbook.openai.urls import models_url, server_url
 
 # owned_by values the engines put in /v1/models
@@ -43,7 +43,7 @@ def _version(client: httpx.Client, url: str) -> str | None:
 def discover(url: str, *, timeout: float = 10.0) -> ServerInfo:
     """The served model ids, and the engine and its version as far as the server tells them."""
     endpoint = models_url(url)
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, verify=tls_context()) as client:
         data = json_object(request(client, "GET", endpoint), endpoint).get("data") or []
         listed = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
         owner = next((m.get("owned_by") for m in listed if m.get("owned_by")), None)

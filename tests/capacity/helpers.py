@@ -29,9 +29,10 @@ def capacity(
     stall_timeout_s: float | None = None,
     **settings,
 ) -> CapacityResult:
-    """Search ``url`` at ``slo``; two requests per user and one boundary re-run unless told.
-    ``stop_after``: set the stop event (as Ctrl-C does) once that many probes have ended."""
-    settings = {"rounds": 2, "reruns": 1, **settings}
+    """Search ``url`` at ``slo``; two requests per user, at least five a probe (what a median
+    asks for), and one boundary re-run unless told. ``stop_after``: set the stop event (as
+    Ctrl-C does) once that many probes have ended."""
+    settings = {"rounds": 2, "reruns": 1, "min_requests": 5, **settings}
     spec = CapacitySpec(
         slo=parse_slo(slo),
         settings=SearchSettings(**settings),

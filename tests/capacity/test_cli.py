@@ -31,7 +31,8 @@ def rigbook(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cliff():
-    proc, url = serve(Curve(shape="cliff", rate_tok_s=100, knee=3, drop=0.4))
+    # 200 tok/s a user up to 3 users, 40 past them: far from either SLO's bound on each side.
+    proc, url = serve(Curve(shape="cliff", rate_tok_s=200, knee=3, drop=0.2))
     yield url
     proc.terminate()
     proc.wait(10)
@@ -55,6 +56,10 @@ def measure(url: str, out, slo: str) -> dict:
         "4",
         "--reruns",
         "1",
+        "--rounds",
+        "2",
+        "--min-requests",
+        "5",
         "--out",
         str(out),
         "--json",

@@ -21,7 +21,7 @@ from tests.capacity.test_cli import rigbook
 
 
 def test_a_running_launch_is_measured_and_left_running(rigbook_home, tmp_path):
-    proc, url = serve(Curve(shape="cliff", rate_tok_s=100, knee=2, drop=0.4))
+    proc, url = serve(Curve(shape="cliff", rate_tok_s=200, knee=2, drop=0.2))
     try:
         # The synthetic server stands in for the recipe's engine, recorded as its running launch.
         state.save(
@@ -90,7 +90,7 @@ def test_port_models_dir_and_min_requests_reach_the_launch_and_the_probes(tmp_pa
     import rigbook.launch.planner
     import rigbook.launch.run
 
-    proc, url = serve(Curve(shape="cliff", rate_tok_s=100, knee=2, drop=0.4))
+    proc, url = serve(Curve(shape="cliff", rate_tok_s=200, knee=2, drop=0.2))
     planned: list[dict] = []
     stopped: list[str] = []
 
