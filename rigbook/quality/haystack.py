@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import random
 import re
+import secrets
+import string
 from dataclasses import dataclass
 from typing import Literal
 
@@ -179,6 +181,13 @@ def question(facts: list[SaltedFact]) -> str:
         f"Question: what are the access codes for {keys}? Reply with one line per vault, "
         "in the form VAULT: CODE, and nothing else."
     )
+
+
+def new_salt() -> str:
+    """A probe's salt: random, not from the seed (a rerun at the same seed must not find its
+    prefix cached), and letters only: a run of digits in it would read as a code, which a reply
+    could copy from the first line and be scored as naming no vault's code at all."""
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(16))
 
 
 def prompt(salt: str, sentences: list[str], lay: Layout) -> str:

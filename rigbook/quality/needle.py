@@ -11,7 +11,6 @@ failure.
 from __future__ import annotations
 
 import random
-import secrets
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -339,8 +338,7 @@ async def _run_context(
     for depth in spec.depths:
         rng = random.Random(f"{spec.seed}:{ctx}:{depth}")
         lay = haystack.layout(rng, spec.facts, depth)
-        # Not from the seed: a rerun at the same seed must not find its prefix cached.
-        salt = secrets.token_hex(8)
+        salt = haystack.new_salt()
 
         def message(n: int, salt=salt, lay=lay) -> str:
             return haystack.prompt(salt, sentences[:n], lay)

@@ -96,3 +96,14 @@ def test_decoys_come_before_and_after_the_facts(depth, facts):
     # The facts sit at their depth of the prose.
     body = message.split("\n\n")[1]
     assert abs(body.index(lay.facts[0].sentence()) / len(body) - depth) < 0.1
+
+
+def test_a_salt_has_no_digit_so_the_first_code_a_prompt_shows_is_a_decoy():
+    # A hex salt such as "ef3453431b029044" held a 7-digit run: a reply copying the first code
+    # it saw copied the salt, and was scored as missing the fact rather than naming a decoy.
+    salts = {haystack.new_salt() for _ in range(500)}
+    assert len(salts) == 500 and not any(re.search(r"\d", s) for s in salts)
+    lay = haystack.layout(random.Random(3), 2, 0.5)
+    text = haystack.prompt(haystack.new_salt(), ["Some prose."] * 20, lay)
+    first = re.search(r"(?<!\d)\d{7}(?!\d)", text)
+    assert first is not None and first.group() in {d.value for d in lay.decoys}
