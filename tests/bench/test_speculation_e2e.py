@@ -139,9 +139,23 @@ def test_synthetic_acceptance_is_read_back_as_set_and_compare_names_it(tmp_path)
             "--threads-batch-draft", "1", "--spec-synth-len", str(length),
         ) as url:  # fmt: skip
             out = tmp_path / f"synth-{length}.json"
-            result, _ = bench(
-                url, out, "--profile", "quick", "--requests", str(requests), "--max-tokens", "96"
-            )
+            # A cell whose client the machine descheduled rightly makes no perf point (compare
+            # needs one): measure again, a bounded number of times.
+            for _attempt in range(3):
+                result, _ = bench(
+                    url,
+                    out,
+                    "--profile",
+                    "quick",
+                    "--requests",
+                    str(requests),
+                    "--max-tokens",
+                    "96",
+                )
+                if not result.cells[0].client_bound:
+                    break
+            else:
+                pytest.skip("the machine descheduled the bench client in three runs in a row")
         (cell,) = result.cells
         s = cell.speculation
         assert cell.valid and s is not None and s.engine == "llama.cpp"

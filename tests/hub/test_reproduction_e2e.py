@@ -58,8 +58,17 @@ def test_reproduce_publish_shows_on_the_recipe_page_and_json(pg_server, tmp_path
             assert entry["card"].startswith("CPU") and entry["gpu_count"] == 0
             assert [p["concurrency"] for p in entry["points"]] == [1, 2]
             assert all(p["call"] == "no claim" for p in entry["points"])
-            assert all(p["low"] is not None for p in entry["points"])
+            # The hub shows the interval the run computed: none for a level with fewer than two
+            # repeats that count (a repeat whose client the machine descheduled does not).
+            local = json.loads((out / "reproduction.json").read_text())
+            assert [p["low"] for p in entry["points"]] == [
+                (row["interval"] or {}).get("low") for row in local["rows"]
+            ]
             result = json.loads((out / "result.json").read_text())
+            dropped = {
+                c["concurrency"] for c in result["cells"] if c["client_bound"] or not c["valid"]
+            }
+            assert all(p["low"] is not None or p["concurrency"] in dropped for p in entry["points"])
             assert entry["evidence"]["result"] == result["content_hash"]
             evidence = httpx.get(url + entry["evidence"]["href"])
             assert evidence.json()["content_hash"] == result["content_hash"]
