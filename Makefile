@@ -119,12 +119,12 @@ PYTEST := RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MO
 
 # Every tier (tests/conftest.py puts each test in one): unit (no socket, process or real sleep),
 # integration (real sockets and the synthetic server), e2e (real engines, vLLM, PostgreSQL,
-# Chromium, docker). Across the cores with pytest-xdist (each worker its own llama-server and
-# PostgreSQL on free ports; vLLM's tests one at a time, as its engine wants every core), then, in
-# one process, the tests marked serial: docker's (one daemon per host).
+# Chromium, docker). Across the cores with pytest-xdist: each worker has its own llama-server and
+# PostgreSQL on free ports; tests/scheduling.py hands out modules longest first, all of docker's
+# tests to one worker (one daemon per host) and vLLM's one module at a time (its engine wants
+# every core).
 test: setup-test setup-vllm docker-image
-	$(PYTEST) -n auto --dist worksteal -m "not serial"
-	$(PYTEST) -m serial
+	$(PYTEST) -n auto
 
 test-unit: setup-test
 	$(BIN)/python -m pytest -m unit

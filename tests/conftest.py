@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests import scheduling
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_RECORD = (
@@ -30,15 +33,12 @@ REAL_IO = re.compile(
     r"synthetic_server|start_synthetic|scripted_server|slow_url|subprocess|socket|Popen"
     r"|time\.sleep|asyncio\.sleep|free_port|start_bench|\brigbook\(|httpx\.(get|post|stream)"
 )
-# Tests that run in one process after the parallel rest (`make test` runs both): docker's, whose
-# daemon is one per host and stopped by the worker that started it, which two workers would fight
-# over, and a module marked serial itself (one engine shared by its tests). Other session-wide servers (llama-server, PostgreSQL) are each worker's own, on free ports.
-# pytest-xdist's own xdist_group does not hold on pytest 9 (it renames the node id by an
-# attribute pytest 9 no longer reads).
-SERIAL_FIXTURES = {"docker_daemon", "engine_image"}
-SERIAL_PATHS = re.compile(r"(^|/)docker/")
-# vLLM's engine wants every core: its tests run in the parallel phase, one at a time across the
-# workers (a file lock), while the other worker goes on with the rest.
+# Tests that xdist's workers must not run side by side (tests/scheduling.py holds them apart):
+# docker's, whose daemon is one per host and stopped by the worker that started it, and vLLM's,
+# whose engine wants every core. Other session-wide servers (llama-server, PostgreSQL) are each
+# worker's own, on free ports.
+DOCKER_FIXTURES = {"docker_daemon", "engine_image"}
+DOCKER_PATHS = re.compile(r"(^|/)docker/")
 ALONE = re.compile(r"vllm", re.IGNORECASE)
 
 
@@ -201,12 +201,12 @@ def _where(item: pytest.Item) -> str:
     return f"{item.path.relative_to(Path(__file__).parent).as_posix()}::{item.name}"
 
 
-def is_serial(item: pytest.Item) -> bool:
+def needs_docker(item: pytest.Item) -> bool:
     """Whether an end-to-end test needs the docker daemon."""
     fixtures = set(getattr(item, "fixturenames", ()))
     return bool(
         item.get_closest_marker("e2e")
-        and (fixtures & SERIAL_FIXTURES or SERIAL_PATHS.search(_where(item)))
+        and (fixtures & DOCKER_FIXTURES or DOCKER_PATHS.search(_where(item)))
     )
 
 
@@ -215,41 +215,46 @@ def runs_alone(item: pytest.Item) -> bool:
     return bool(item.get_closest_marker("e2e") and ALONE.search(_where(item)))
 
 
-@pytest.fixture(autouse=True)
-def _one_vllm_at_a_time(request, tmp_path_factory) -> Iterator[None]:
-    """Hold the run's engine lock through a test that starts vLLM; other tests pass by."""
-    if not request.node.get_closest_marker("alone"):
-        yield
-        return
-    # Under xdist each worker's base temp is a folder of the run's own: its parent is shared.
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    with open(shared / "alone.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark each test with its tier, and ``serial`` or ``alone`` where it is, as it is collected."""
+    """Mark each test with its tier, and ``docker`` or ``alone`` where it is, as it is collected."""
     tier = tier_of(item)
     for other in TIERS:
         if other != tier and item.get_closest_marker(other):
             raise pytest.UsageError(f"{item.nodeid} is marked both {tier} and {other}")
     if not item.get_closest_marker(tier):
         item.add_marker(tier)
-    if is_serial(item):
-        item.add_marker("serial")
+    if needs_docker(item):
+        item.add_marker("docker")
     if runs_alone(item):
         item.add_marker("alone")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With RIGBOOK_TIER_REPORT set, write every test's tier marks, and its serial and alone marks, to that file
-    (tests/shape/test_tiers.py reads it)."""
+    """Under xdist, order the items in units for the scheduler (tests/scheduling.py). With
+    RIGBOOK_TIER_REPORT set, write every test's tier marks, and its docker and alone marks, to that
+    file (tests/shape/test_tiers.py reads it)."""
+    scheduling.order_for_workers(config, items)
     if report := os.environ.get("RIGBOOK_TIER_REPORT"):
         lines = [
             f"{item.nodeid}\t{' '.join(t for t in TIERS if item.get_closest_marker(t))}"
-            f"\t{' '.join(m for m in ('serial', 'alone') if item.get_closest_marker(m))}"
+            f"\t{' '.join(m for m in ('docker', 'alone') if item.get_closest_marker(m))}"
             for item in items
         ]
         Path(report).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On the controller (or a run without xdist): a folder for the workers' unit plan, passed to
+    them in the environment they inherit, and the duration recorder where asked for."""
+    if hasattr(config, "workerinput"):
+        return
+    folder = tempfile.mkdtemp(prefix="rigbook-test-plan-")
+    os.environ[scheduling.PLAN_DIR_ENV] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    if out := os.environ.get(scheduling.DURATIONS_OUT_ENV):
+        config.pluginmanager.register(scheduling.DurationRecorder(Path(out)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> scheduling.UnitScheduling:
+    """Whatever --dist says: units, longest first, docker's and vLLM's apart."""
+    return scheduling.UnitScheduling(config, log)

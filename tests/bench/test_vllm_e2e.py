@@ -20,9 +20,9 @@ from rigbook.bench.workloads.sessions import Sessions
 from tests.bench import test_speculation_e2e as speculation
 from tests.bench import test_workload_e2e as workload
 
-# A vLLM start on shared cores takes minutes under load. Serial (one process, after the parallel
-# rest): xdist would split the module's tests across workers, each starting the engine.
-pytestmark = [pytest.mark.e2e, pytest.mark.serial, pytest.mark.timeout(1200)]
+# A vLLM start on shared cores takes minutes under load. The module is one unit of the xdist
+# scheduler (tests/scheduling.py): one worker runs its tests, and the engine starts once.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3,
          "prompt_lookup_min": 2}  # fmt: skip

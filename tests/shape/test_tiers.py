@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _marks(tmp_path: Path) -> dict[str, tuple[list[str], list[str]]]:
-    """Each collected test's tier marks and its serial and alone marks, as the conftest hook left
+    """Each collected test's tier marks and its docker and alone marks, as the conftest hook left
     them."""
     report = tmp_path / "tiers.tsv"
     done = subprocess.run(
@@ -31,7 +31,7 @@ def _marks(tmp_path: Path) -> dict[str, tuple[list[str], list[str]]]:
     return {nodeid: (marks.split(), others.split()) for nodeid, marks, others in rows}
 
 
-def test_every_test_has_exactly_one_tier_docker_runs_serially_and_vllm_alone(tmp_path):
+def test_every_test_has_exactly_one_tier_and_docker_and_vllm_are_marked(tmp_path):
     found = _marks(tmp_path)
     tiers = {n: tier for n, (tier, _) in found.items()}
     assert len(tiers) > 1000
@@ -50,17 +50,17 @@ def test_every_test_has_exactly_one_tier_docker_runs_serially_and_vllm_alone(tmp
         ("tests/capacity/test_slo.py", "unit"),
     ]:
         assert {tuple(tiers[n]) for n in tiers if n.startswith(path)} == {(tier,)}, path
-    # One process after the parallel rest: docker's tests (one daemon per host); one at a time
-    # across the workers: vLLM's (each engine wants every core); llama-server and PostgreSQL are
-    # each worker's own.
-    serial = {n for n, (_, more) in found.items() if "serial" in more}
+    # The scheduler (tests/scheduling.py) keeps docker's tests on one worker (one daemon per host)
+    # and runs vLLM's one module at a time (each engine wants every core); llama-server and
+    # PostgreSQL are each worker's own.
+    docker = {n for n, (_, more) in found.items() if "docker" in more}
     alone = {n for n, (_, more) in found.items() if "alone" in more}
-    assert all(n in serial for n in tiers if n.startswith("tests/docker/"))
-    assert all(n in alone for n in tiers if n.startswith("tests/launch/test_vllm_e2e.py"))
-    # A module that shares one vLLM engine among its tests runs serially, so xdist cannot split it.
-    assert all(n in serial for n in tiers if n.startswith("tests/bench/test_vllm_e2e.py"))
+    assert all(n in docker for n in tiers if n.startswith("tests/docker/"))
+    assert any(n in docker for n in tiers if n.startswith("tests/launch/test_seed_docker.py"))
+    for path in ("tests/launch/test_vllm_e2e.py", "tests/bench/test_vllm_e2e.py"):
+        assert all(n in alone for n in tiers if n.startswith(path)), path
     assert not any(
-        n in serial | alone for n in tiers if n.startswith("tests/bench/test_llama_e2e.py")
+        n in docker | alone for n in tiers if n.startswith("tests/bench/test_llama_e2e.py")
     )
-    assert not any(n in serial | alone for n in hub if "postgresql" in n)
-    assert all(tiers[n] == ["e2e"] for n in serial | alone)
+    assert not any(n in docker | alone for n in hub if "postgresql" in n)
+    assert all(tiers[n] == ["e2e"] for n in docker | alone)
