@@ -120,9 +120,9 @@ PYTEST := RIGBOOK_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python RIGBOOK_VLLM_MO
 # Every tier (tests/conftest.py puts each test in one): unit (no socket, process or real sleep),
 # integration (real sockets and the synthetic server), e2e (real engines, vLLM, PostgreSQL,
 # Chromium, docker). Across the cores with pytest-xdist: each worker has its own llama-server and
-# PostgreSQL on free ports; tests/scheduling.py hands out modules longest first, all of docker's
-# tests to one worker (one daemon per host) and vLLM's one module at a time (its engine wants
-# every core).
+# PostgreSQL on free ports; tests/scheduling.py hands out whole modules, vLLM's first and one at a
+# time (its engine wants every core, so no other engine runs beside it while other work is left),
+# and all of docker's tests to one worker (one daemon per host).
 test: setup-test setup-vllm docker-image
 	$(PYTEST) -n auto
 

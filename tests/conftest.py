@@ -245,16 +245,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     """On the controller (or a run without xdist): a folder for the workers' unit plan, passed to
-    them in the environment they inherit, and the duration recorder where asked for."""
+    them in the environment they inherit."""
     if hasattr(config, "workerinput"):
         return
     folder = tempfile.mkdtemp(prefix="rigbook-test-plan-")
     os.environ[scheduling.PLAN_DIR_ENV] = folder
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-    if out := os.environ.get(scheduling.DURATIONS_OUT_ENV):
-        config.pluginmanager.register(scheduling.DurationRecorder(Path(out)))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log) -> scheduling.UnitScheduling:
-    """Whatever --dist says: units, longest first, docker's and vLLM's apart."""
+    """Whatever --dist says: units, vLLM's first and one at a time, docker's on one worker."""
     return scheduling.UnitScheduling(config, log)

@@ -1,5 +1,5 @@
-"""How `make test` spreads the suite over pytest-xdist's workers: units, longest first, with two
-kinds of test that must not overlap.
+"""How `make test` spreads the suite over pytest-xdist's workers: units, with two kinds of test
+that must not overlap, and real engines kept apart where the rest allows.
 
 A *unit* is what one worker runs from start to end: the tests of one module, in file order (so a
 module-scoped fixture starts once), except two groups cut out of their modules:
@@ -9,25 +9,22 @@ module-scoped fixture starts once), except two groups cut out of their modules:
 - ``vllm``: tests that start vLLM (mark ``alone``), one unit per module. vLLM's engine wants every
   core and its start is most of such a test's time; two at once would each take twice as long. At
   most one such unit runs at a time; the worker holding one may queue the next, the others pass
-  them by and go on with the rest.
+  them by.
+
+vLLM's units go first: run one after another they are the longest chain of the run, and started
+last they would be its tail. While one runs, the other workers take units without an end-to-end
+test where any are left, so that no llama-server or PostgreSQL competes with it for the cores.
+The rest go out in file order.
 
 Each worker collects the same tests, cuts them into the same units and writes them to the run's
-plan folder; the controller's scheduler reads them there (it sees only node ids, not marks). Units
-go out longest first, by the seconds `tests/durations.json` expects of each, so the run ends on
-short units instead of waiting on one long one. A stale or missing figure only balances the
-workers less well; it never changes what runs.
-
-`RIGBOOK_DURATIONS_OUT=FILE make test` writes each unit's measured seconds to FILE, the form
-`tests/durations.json` keeps.
+plan folder; the controller's scheduler reads them there (it sees only node ids, not marks).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import tempfile
-from collections import OrderedDict, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,19 +32,18 @@ import pytest
 from xdist.scheduler.loadscope import LoadScopeScheduling
 from xdist.workermanage import WorkerController
 
-DURATIONS = Path(__file__).parent / "durations.json"
 PLAN_DIR_ENV = "RIGBOOK_TEST_PLAN_DIR"
 PLAN_FILE = "units.json"
-DURATIONS_OUT_ENV = "RIGBOOK_DURATIONS_OUT"
 
 
 @dataclass
 class Unit:
-    """Tests one worker runs in a row; ``exclusive`` names the group none of which may overlap."""
+    """Tests one worker runs in a row; ``exclusive`` names the group none of which may overlap;
+    ``e2e`` says whether any of them starts a real engine or service."""
 
     key: str
     exclusive: str | None
-    expected_s: float
+    e2e: bool = False
     nodeids: list[str] = field(default_factory=list)
 
 
@@ -61,17 +57,15 @@ def unit_key(item: pytest.Item) -> tuple[str, str | None]:
     return module, None
 
 
-def plan_units(items: list[pytest.Item], expected: dict[str, float]) -> list[Unit]:
-    """Cut the collection into units, longest expected first (ties keep file order)."""
+def plan_units(items: list[pytest.Item]) -> list[Unit]:
+    """Cut the collection into units: vLLM's first, then the others in file order."""
     units: dict[str, Unit] = {}
-    known = sorted(expected.values())
-    default = statistics.median(known) if known else 1.0
     for item in items:
         key, exclusive = unit_key(item)
-        if key not in units:
-            units[key] = Unit(key, exclusive, expected.get(key, default))
-        units[key].nodeids.append(item.nodeid)
-    return sorted(units.values(), key=lambda unit: -unit.expected_s)
+        unit = units.setdefault(key, Unit(key, exclusive))
+        unit.e2e = unit.e2e or bool(item.get_closest_marker("e2e"))
+        unit.nodeids.append(item.nodeid)
+    return sorted(units.values(), key=lambda unit: unit.exclusive != "vllm")
 
 
 def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -79,8 +73,7 @@ def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
     folder = os.environ.get(PLAN_DIR_ENV)
     if not folder or not hasattr(config, "workerinput"):
         return
-    expected = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
-    units = plan_units(items, expected)
+    units = plan_units(items)
     by_id = {item.nodeid: item for item in items}
     items[:] = [by_id[nodeid] for unit in units for nodeid in unit.nodeids]
     # Every worker writes the same bytes; a rename keeps a reader from seeing half of them.
@@ -91,14 +84,16 @@ def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 class UnitScheduling(LoadScopeScheduling):
-    """pytest-xdist's scope scheduling over our units: longest first, exclusive groups one at a
-    time, and a next unit only once a worker is down to the test it holds."""
+    """pytest-xdist's scope scheduling over our units: exclusive groups one at a time, no engine
+    beside vLLM where other work is left, and a next unit only once a worker is down to the test
+    it holds."""
 
     def __init__(self, config: pytest.Config, log=None) -> None:
         super().__init__(config, log)
         self.plan_dir = Path(os.environ[PLAN_DIR_ENV])
         self.scope_of: dict[str, str] = {}
         self.exclusive_of: dict[str, str | None] = {}
+        self.e2e: set[str] = set()
 
     def _split_scope(self, nodeid: str) -> str:
         return self.scope_of[nodeid]
@@ -122,25 +117,29 @@ class UnitScheduling(LoadScopeScheduling):
             )
         for unit in units:
             self.exclusive_of[unit.key] = unit.exclusive
+            if unit.e2e:
+                self.e2e.add(unit.key)
             self.workqueue[unit.key] = dict.fromkeys(unit.nodeids, False)
             self.scope_of.update(dict.fromkeys(unit.nodeids, unit.key))
         self._reschedule_all()
 
     def _reschedule_all(self) -> None:
-        # One unit to each worker in turn: the longest units go to different workers, not both to
-        # the first one (which, holding one test, would take the next as well).
+        # One unit to each worker in turn: the first units go to different workers, not all to the
+        # first one (which, holding one test, would take the next as well).
         while any([self._assign_next(node) for node in self.nodes]):
             pass
 
-    def _busy_groups(self, besides: WorkerController) -> set[str]:
-        """Exclusive groups with a unfinished unit on another worker."""
+    def _running_groups(self, node: WorkerController) -> set[str]:
+        """Exclusive groups with an unfinished unit on this worker."""
         return {
             group
-            for node, workload in self.assigned_work.items()
-            if node is not besides
-            for key, unit in workload.items()
+            for key, unit in self.assigned_work[node].items()
             if (group := self.exclusive_of.get(key)) and not all(unit.values())
         }
+
+    def _busy_groups(self, besides: WorkerController) -> set[str]:
+        """Exclusive groups with an unfinished unit on another worker."""
+        return set().union(*(self._running_groups(n) for n in self.nodes if n is not besides))
 
     def _reschedule(self, node: WorkerController) -> None:
         while self._assign_next(node):
@@ -154,7 +153,12 @@ class UnitScheduling(LoadScopeScheduling):
         if node.shutting_down or self._pending_of(self.assigned_work[node]) > 1:
             return False
         busy = self._busy_groups(besides=node)
-        key = next((k for k in self.workqueue if self.exclusive_of[k] not in busy), None)
+        free = [k for k in self.workqueue if self.exclusive_of[k] not in busy]
+        if "vllm" in busy | self._running_groups(node):
+            # vLLM's next unit, else light work: an engine waits until vLLM is done (stable sort:
+            # file order within each kind).
+            free.sort(key=lambda k: (self.exclusive_of[k] != "vllm", k in self.e2e))
+        key = free[0] if free else None
         if key is None:
             # Nothing left, or only units of groups another worker holds: that worker runs them
             # one after another, as they must, so this one has nothing to wait for.
@@ -167,25 +171,3 @@ class UnitScheduling(LoadScopeScheduling):
             [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]
         )
         return True
-
-
-class DurationRecorder:
-    """On the controller, with RIGBOOK_DURATIONS_OUT set: each unit's seconds (setup, call and
-    teardown of its tests), written at the end of the run."""
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.seconds: defaultdict[str, float] = defaultdict(float)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid] += report.duration
-
-    def pytest_sessionfinish(self) -> None:
-        folder = os.environ.get(PLAN_DIR_ENV)
-        if not folder or not (Path(folder) / PLAN_FILE).is_file():
-            return
-        units = json.loads((Path(folder) / PLAN_FILE).read_text())
-        per_unit = OrderedDict(
-            (unit["key"], round(sum(self.seconds[n] for n in unit["nodeids"]), 1)) for unit in units
-        )
-        self.out.write_text(json.dumps(dict(sorted(per_unit.items())), indent=1) + "\n")

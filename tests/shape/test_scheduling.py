@@ -1,6 +1,6 @@
 """The xdist scheduler of `make test` (tests/scheduling.py), driven on a scripted clock: each test
-runs once, longest units first, vLLM's units never overlap, docker's tests stay on one worker, and
-no worker waits on a test it holds."""
+runs once, vLLM's units first and never two at once, no engine beside vLLM while other work is
+left, docker's tests on one worker, and no worker waits on a test it holds."""
 
 from __future__ import annotations
 
@@ -72,18 +72,21 @@ def simulate(tmp_path, monkeypatch, units: list[Unit], seconds: dict[str, float]
     return ran, now
 
 
-def unit(key: str, tests: int, each_s: float, exclusive: str | None = None):
+def unit(key: str, tests: int, each_s: float, exclusive: str | None = None, e2e: bool = False):
     nodeids = [f"{key}::t{k}" for k in range(tests)]
-    return Unit(key, exclusive, tests * each_s, nodeids), dict.fromkeys(nodeids, each_s)
+    return Unit(key, exclusive, e2e or exclusive is not None, nodeids), dict.fromkeys(
+        nodeids, each_s
+    )
 
 
 def plan(*specs):
+    """Units as the workers write them: vLLM's first, the rest in the order given."""
     units, seconds = [], {}
     for spec in specs:
         u, s = unit(*spec)
         units.append(u)
         seconds.update(s)
-    return sorted(units, key=lambda u: -u.expected_s), seconds
+    return sorted(units, key=lambda u: u.exclusive != "vllm"), seconds
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 4])
@@ -107,15 +110,37 @@ def test_every_test_runs_once_and_vllm_units_never_overlap(tmp_path, monkeypatch
         assert len({ran[n][0] for n in u.nodeids}) == 1, u.key
 
 
-def test_longest_units_go_first_so_the_run_ends_on_short_ones(tmp_path, monkeypatch):
-    # A 100 s unit and twenty 5 s ones on two workers: the long one starts first, and the run ends
-    # at 105 s (the worker on it holds one short unit, as pytest needs a next test to begin one);
-    # in file order (the short ones first) it would start at 50 s and end at 150 s.
+def test_vllm_goes_first_and_the_others_take_no_engine_beside_it_while_they_can(
+    tmp_path, monkeypatch
+):
+    # Two vLLM units (100 s in all), two llama-server units and thirty light ones on two workers:
+    # one worker runs vLLM from the start; the other runs the light units beside it, and the
+    # engines only once vLLM is done or nothing light is left.
     units, seconds = plan(
-        *[(f"tests/short_{k:02}.py", 1, 5.0) for k in range(20)], ("tests/long.py", 1, 100.0)
+        ("tests/e2e_a.py", 1, 30.0, None, True),
+        *[(f"tests/light_{k:02}.py", 1, 4.0) for k in range(30)],
+        ("tests/e2e_b.py", 1, 30.0, None, True),
+        ("tests/a_vllm_e2e.py [vllm]", 1, 60.0, "vllm"),
+        ("tests/b_vllm_e2e.py [vllm]", 1, 40.0, "vllm"),
+    )
+    ran, _ = simulate(tmp_path, monkeypatch, units, seconds, 2)
+    assert ran["tests/a_vllm_e2e.py [vllm]::t0"][1] == 0.0
+    vllm_end = ran["tests/b_vllm_e2e.py [vllm]::t0"][2]
+    assert vllm_end == 100.0
+    for engine in ("tests/e2e_a.py::t0", "tests/e2e_b.py::t0"):
+        assert ran[engine][1] >= vllm_end, ran
+
+
+def test_beside_vllm_an_engine_runs_once_nothing_else_is_left(tmp_path, monkeypatch):
+    # The worker on vLLM holds a light unit for pytest; the other runs the two light ones left,
+    # then the engine rather than wait.
+    units, seconds = plan(
+        ("tests/e2e_a.py", 1, 10.0, None, True),
+        *[(f"tests/light_{k}.py", 1, 5.0) for k in range(3)],
+        ("tests/a_vllm_e2e.py [vllm]", 1, 100.0, "vllm"),
     )
     ran, end = simulate(tmp_path, monkeypatch, units, seconds, 2)
-    assert end == 105.0 and ran["tests/long.py::t0"][1] == 0.0
+    assert end == 105.0 and ran["tests/e2e_a.py::t0"][1:] == (10.0, 20.0)
 
 
 def test_a_worker_with_only_the_held_groups_left_ends_instead_of_waiting(tmp_path, monkeypatch):
