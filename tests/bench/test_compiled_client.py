@@ -372,7 +372,9 @@ def test_reads_without_the_kernels_stamp_are_counted_and_flag_the_cell(url, tmp_
         url, tmp_path / "r.json", concurrency=[2], requests=2, max_tokens=20, client="compiled"
     ).cells[0]
     load = cell.client
-    assert load is not None and load.unstamped_reads is not None and load.unstamped_reads >= 20
+    # At least one read a stream: how many events a read brings depends on when the machine
+    # schedules the thread (under two busy loops, 40 tokens came in 11 reads).
+    assert load is not None and load.unstamped_reads is not None and load.unstamped_reads >= 2
     assert cell.client_bound and "receive stamp" in (load.reason or "")
 
 
